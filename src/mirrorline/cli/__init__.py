@@ -1,0 +1,1 @@
+"""The `mirrorline` command line: one module per command group."""

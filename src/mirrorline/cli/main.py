@@ -1,0 +1,30 @@
+"""Entry point of the `mirrorline` command: composes the command groups."""
+
+from __future__ import annotations
+
+import typer
+
+from mirrorline import __version__
+
+app = typer.Typer(
+    name="mirrorline",
+    help="Cross-cluster Apache Kafka replication on Apache Spark.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"mirrorline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Cross-cluster Apache Kafka replication on Apache Spark."""

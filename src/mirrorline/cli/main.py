@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from mirrorline import __version__
+from mirrorline.cli.demo import demo
+from mirrorline.cli.dev import dev_app
 
 app = typer.Typer(
     name="mirrorline",
@@ -13,6 +15,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(dev_app, name="dev")
+app.command("demo")(demo)
 
 
 def _print_version(value: bool) -> None:

@@ -1,0 +1,61 @@
+# Mirrorline: everything a newcomer needs is `make demo` and `make test`.
+# Both set up what is missing first (virtualenv, Python packages, JVM artifacts,
+# Java 17+) and are idempotent: a second run downloads nothing.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+JVM_LIB := $(CURDIR)/.cache/jvm
+PY_STAMP := $(VENV)/.installed
+JVM_STAMP := $(JVM_LIB)/.resolved
+JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml
+PYTEST_ARGS ?=
+
+.PHONY: help setup jdk python jvm demo test lint clean
+
+help:
+	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
+	@echo "make test   set up everything and run the whole test suite"
+	@echo "make clean  stop local clusters and remove the virtualenv and caches"
+
+setup: jdk python jvm
+
+jdk:
+	@scripts/ensure-jdk.sh
+
+python: $(PY_STAMP)
+
+$(PY_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+jvm: $(JVM_STAMP)
+
+# The connector must match PySpark exactly, so the check needs the virtualenv.
+$(JVM_STAMP): $(JVM_INPUTS) $(PY_STAMP) | jdk
+	@want=$$(sed -nE 's:.*<spark.version>(.*)</spark.version>.*:\1:p' jvm/pom.xml); \
+	 have=$$($(BIN)/python -c 'import pyspark; print(pyspark.__version__)'); \
+	 if [ "$$want" != "$$have" ]; then \
+	   echo "error: jvm/pom.xml wants Spark $$want but PySpark $$have is installed"; exit 1; fi
+	@echo ">> resolving JVM artifacts from Maven Central into $(JVM_LIB)"
+	mvn --quiet --batch-mode -s jvm/settings.xml -f jvm/pom.xml -Djvm.lib=$(JVM_LIB) package
+	@touch $@
+
+demo: setup
+	$(BIN)/mirrorline demo
+
+test: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: python
+	$(BIN)/ruff check src tests
+
+clean:
+	-@test -x $(BIN)/mirrorline && $(BIN)/mirrorline dev down --dir .mirrorline/dev >/dev/null 2>&1
+	-@test -x $(BIN)/mirrorline && $(BIN)/mirrorline dev down --dir .mirrorline/demo >/dev/null 2>&1
+	rm -rf $(VENV) .cache .mirrorline .pytest_cache .ruff_cache .hypothesis src/*.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

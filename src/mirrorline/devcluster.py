@@ -1,0 +1,461 @@
+"""Real single-node Apache Kafka clusters on loopback, for trying Mirrorline and for tests.
+
+Each cluster is one JVM running a KRaft broker+controller with its own directory,
+cluster id and two free ports (client and controller). Internal topics use
+replication factor 1 so that transactions, consumer groups and compaction work on
+one node. A set of clusters shares a directory holding:
+
+- ``clusters.json``: what is running (alias, ports, pid), read by `status` and `down`;
+- ``clusters.properties``: a ready-to-use MM2-format file naming the clusters;
+- ``<alias>/``: the broker's config, data and logs (``broker.out``, ``logs/server.log``).
+
+Clusters started with ``die_with_parent=True`` (tests, the demo) are killed by the
+kernel if the Python process dies without cleaning up, so no JVM outlives it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from mirrorline import jvm
+
+BROKER_MAIN = "kafka.Kafka"
+STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+STATE_FILE = "clusters.json"
+PROPERTIES_FILE = "clusters.properties"
+DEFAULT_ALIASES = ("east", "west")
+
+Progress = Callable[[str], None]
+
+
+class DevClusterError(RuntimeError):
+    """A dev cluster could not be started, found or stopped; the message says why."""
+
+
+@dataclass(frozen=True)
+class DevCluster:
+    alias: str
+    bootstrap_servers: str
+    controller_port: int
+    cluster_id: str
+    directory: str
+    pid: int
+
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap_servers.rsplit(":", 1)[1])
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    cluster: DevCluster
+    process_alive: bool
+    reachable: bool
+
+
+class DevClusters:
+    """The dev clusters living in one directory."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory).resolve()
+        # Processes this object started, so that it can reap them (no zombies).
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    # -- reading state ---------------------------------------------------------------
+
+    def clusters(self) -> list[DevCluster]:
+        path = self.directory / STATE_FILE
+        if not path.exists():
+            return []
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DevClusterError(f"cannot read {path}: {exc}") from exc
+        return [DevCluster(**entry) for entry in entries]
+
+    def get(self, alias: str) -> DevCluster:
+        for cluster in self.clusters():
+            if cluster.alias == alias:
+                return cluster
+        raise DevClusterError(f"no dev cluster named {alias!r} in {self.directory}")
+
+    @property
+    def properties_file(self) -> Path:
+        return self.directory / PROPERTIES_FILE
+
+    def health(self) -> list[ClusterHealth]:
+        return [ClusterHealth(c, _is_our_broker(c), _port_accepts(c.port)) for c in self.clusters()]
+
+    # -- starting --------------------------------------------------------------------
+
+    def up(
+        self,
+        aliases: Iterable[str] = DEFAULT_ALIASES,
+        *,
+        die_with_parent: bool = False,
+        timeout: float = 120.0,
+        progress: Progress | None = None,
+    ) -> list[DevCluster]:
+        """Start one cluster per alias (added to those already running here)."""
+        say = progress or (lambda _msg: None)
+        wanted = _checked_aliases(aliases)
+        running = {c.alias for c in self.clusters()}
+        clash = sorted(running.intersection(wanted))
+        if clash:
+            raise DevClusterError(
+                f"dev cluster(s) {', '.join(clash)} already running in {self.directory}; "
+                "run `mirrorline dev down` first or pick other names"
+            )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        java = jvm.java_executable()
+        classpath = jvm.classpath("kafka")
+
+        started: list[DevCluster] = []
+        try:
+            with ExitStack() as ports_held:
+                ports = [_reserve_port(ports_held) for _ in range(2 * len(wanted))]
+            layouts = [
+                self._lay_out(alias, ports[2 * i], ports[2 * i + 1])
+                for i, alias in enumerate(wanted)
+            ]
+            say(f"formatting storage for {', '.join(wanted)}")
+            _run_all([_format_command(java, classpath, lay) for lay in layouts], timeout)
+            for lay in layouts:
+                say(f"starting {lay.alias} on {lay.bootstrap_servers}")
+                popen = _launch(java, classpath, lay, die_with_parent)
+                self._children[lay.alias] = popen
+                started.append(lay.with_pid(popen.pid))
+                self._save(self.clusters() + [started[-1]])
+            for cluster in started:
+                self._wait_ready(cluster, deadline=time.monotonic() + timeout)
+                say(f"{cluster.alias} ready at {cluster.bootstrap_servers}")
+        except BaseException:
+            # Never leave a half-started set behind (including on Ctrl-C).
+            for cluster in started:
+                self._stop(cluster)
+            self._save([c for c in self.clusters() if c not in started])
+            raise
+        self._write_properties()
+        return started
+
+    def _lay_out(self, alias: str, port: int, controller_port: int) -> _Layout:
+        home = self.directory / alias
+        if home.exists():
+            shutil.rmtree(home)  # a stopped cluster's leftovers: start clean
+        (home / "logs").mkdir(parents=True)
+        layout = _Layout(
+            alias=alias,
+            bootstrap_servers=f"127.0.0.1:{port}",
+            controller_port=controller_port,
+            cluster_id=_new_cluster_id(),
+            directory=str(home),
+        )
+        (home / "server.properties").write_text(_server_properties(layout))
+        return layout
+
+    def _wait_ready(self, cluster: DevCluster, deadline: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = None
+        while True:
+            popen = self._children.get(cluster.alias)
+            if popen is not None and popen.poll() is not None:
+                raise DevClusterError(
+                    f"broker {cluster.alias} exited with code {popen.returncode} while "
+                    f"starting; its output:\n{_tail(Path(cluster.directory) / 'broker.out')}"
+                )
+            # Ask Kafka only once the port is open: librdkafka logs every refused connect.
+            if admin is None and _port_accepts(cluster.port):
+                admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+            if admin is not None:
+                try:
+                    metadata = admin.list_topics(timeout=2)
+                    if metadata.brokers and metadata.controller_id >= 0:
+                        return
+                except Exception:  # noqa: BLE001 - not ready yet; the deadline decides
+                    pass
+            if time.monotonic() > deadline:
+                raise DevClusterError(
+                    f"broker {cluster.alias} did not accept requests on "
+                    f"{cluster.bootstrap_servers} in time; see {cluster.directory}/logs/server.log"
+                )
+            time.sleep(0.2)
+
+    # -- stopping --------------------------------------------------------------------
+
+    def down(self, *, progress: Progress | None = None, timeout: float = 30.0) -> list[DevCluster]:
+        """Stop every cluster in this directory and wait until its port is free."""
+        say = progress or (lambda _msg: None)
+        stopped = []
+        for cluster in self.clusters():
+            say(f"stopping {cluster.alias} (pid {cluster.pid})")
+            self._stop(cluster, timeout=timeout)
+            stopped.append(cluster)
+        if (self.directory / STATE_FILE).exists():
+            (self.directory / STATE_FILE).unlink()
+        return stopped
+
+    def stop(self, alias: str, *, timeout: float = 30.0) -> None:
+        """Stop one cluster (for outage tests); the others keep running."""
+        cluster = self.get(alias)
+        self._stop(cluster, timeout=timeout)
+        self._save([c for c in self.clusters() if c.alias != alias])
+
+    def _stop(self, cluster: DevCluster, timeout: float = 30.0) -> None:
+        popen = self._children.pop(cluster.alias, None)
+        if popen is not None:
+            _terminate_child(popen, timeout)
+        elif _is_our_broker(cluster):
+            _terminate_pid(cluster.pid, timeout)
+        _wait_port_closed(cluster.port, time.monotonic() + timeout)
+        _wait_port_closed(cluster.controller_port, time.monotonic() + timeout)
+
+    # -- files -----------------------------------------------------------------------
+
+    def _save(self, clusters: list[DevCluster]) -> None:
+        path = self.directory / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([asdict(c) for c in clusters], indent=2))
+        tmp.replace(path)
+
+    def _write_properties(self) -> None:
+        clusters = self.clusters()
+        lines = [
+            "# Local Mirrorline dev clusters (MirrorMaker 2 properties format).",
+            f"clusters = {', '.join(c.alias for c in clusters)}",
+        ]
+        lines += [f"{c.alias}.bootstrap.servers = {c.bootstrap_servers}" for c in clusters]
+        self.properties_file.write_text("\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """A cluster's directory and ports before its process exists."""
+
+    alias: str
+    bootstrap_servers: str
+    controller_port: int
+    cluster_id: str
+    directory: str
+
+    def with_pid(self, pid: int) -> DevCluster:
+        return DevCluster(pid=pid, **asdict(self))
+
+
+def _checked_aliases(aliases: Iterable[str]) -> list[str]:
+    wanted = [a.strip() for a in aliases if a.strip()]
+    if not wanted:
+        raise DevClusterError("no cluster aliases given")
+    for alias in wanted:
+        if not all(ch.isalnum() or ch in "-_" for ch in alias):
+            raise DevClusterError(
+                f"cluster alias {alias!r} may contain only letters, digits, '-' and '_'"
+            )
+    if len(set(wanted)) != len(wanted):
+        raise DevClusterError(f"duplicate cluster alias in {', '.join(wanted)}")
+    return wanted
+
+
+def _server_properties(layout: _Layout) -> str:
+    home = Path(layout.directory)
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{layout.controller_port}",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"PLAINTEXT://{layout.bootstrap_servers},"
+        f"CONTROLLER://127.0.0.1:{layout.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{layout.bootstrap_servers}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(home / "data"),
+        # One node: every internal topic must live with replication factor 1.
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "10",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "min.insync.replicas": "1",
+        # Mirrorline creates the topics it writes; auto-creation would hide mistakes.
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+        # Make retention and compaction act within seconds, so tests can watch them.
+        "log.initial.task.delay.ms": "1000",
+        "log.retention.check.interval.ms": "1000",
+        "log.cleaner.backoff.ms": "500",
+        "log.segment.delete.delay.ms": "1000",
+        "file.delete.delay.ms": "1000",
+    }
+    return "".join(f"{k}={v}\n" for k, v in settings.items())
+
+
+def _new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _log_config() -> Path:
+    return Path(str(resources.files("mirrorline.resources") / "broker-log4j2.properties"))
+
+
+def _java_command(java: str, classpath: str, layout: _Layout, main: str) -> list[str]:
+    return [
+        java,
+        "-Xms256m",
+        "-Xmx1g",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={_log_config()}",
+        f"-Dkafka.logs.dir={Path(layout.directory) / 'logs'}",
+        # Lets `down` recognise its brokers even across process restarts.
+        f"-Dmirrorline.dev.cluster={layout.directory}",
+        "-cp",
+        classpath,
+        main,
+    ]
+
+
+def _format_command(java: str, classpath: str, layout: _Layout) -> list[str]:
+    config = str(Path(layout.directory) / "server.properties")
+    return _java_command(java, classpath, layout, STORAGE_TOOL_MAIN) + [
+        "format",
+        "--cluster-id",
+        layout.cluster_id,
+        "--config",
+        config,
+    ]
+
+
+def _run_all(commands: list[list[str]], timeout: float) -> None:
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for cmd in commands
+    ]
+    failures = []
+    for cmd, proc in zip(commands, procs, strict=True):
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        if proc.returncode != 0:
+            failures.append(f"{' '.join(cmd[-5:])}: {out.decode(errors='replace').strip()}")
+    if failures:
+        raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
+
+
+def _launch(
+    java: str, classpath: str, layout: _Layout, die_with_parent: bool
+) -> subprocess.Popen[bytes]:
+    command = _java_command(java, classpath, layout, BROKER_MAIN)
+    command.append(str(Path(layout.directory) / "server.properties"))
+    setpriv = shutil.which("setpriv")
+    if die_with_parent and setpriv:
+        # The kernel kills the broker if this process dies, even by SIGKILL.
+        command = [setpriv, "--pdeathsig", "KILL", "--"] + command
+    out = open(Path(layout.directory) / "broker.out", "wb")  # noqa: SIM115 - child owns it
+    try:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            # Own session: a terminal's Ctrl-C reaches Mirrorline, which stops brokers in order.
+            start_new_session=True,
+        )
+    finally:
+        out.close()
+
+
+def _terminate_child(popen: subprocess.Popen[bytes], timeout: float) -> None:
+    if popen.poll() is None:
+        popen.terminate()
+        try:
+            popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait(10)
+
+
+def _terminate_pid(pid: int, timeout: float) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while _pid_alive(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+        time.sleep(0.1)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has exited; only its parent's wait is missing.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _is_our_broker(cluster: DevCluster) -> bool:
+    """True when pid is alive and is the broker of this cluster (not a reused pid)."""
+    if not _pid_alive(cluster.pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{cluster.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"-Dmirrorline.dev.cluster={cluster.directory}".encode() in cmdline
+
+
+def _reserve_port(stack: ExitStack) -> int:
+    """A free loopback port; held open until the stack closes so that picks never collide."""
+    sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+    sock.bind(("127.0.0.1", 0))
+    return sock.getsockname()[1]
+
+
+def _port_accepts(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _wait_port_closed(port: int, deadline: float) -> None:
+    while _port_accepts(port):
+        if time.monotonic() > deadline:
+            raise DevClusterError(f"port {port} still accepts connections after the broker stopped")
+        time.sleep(0.1)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"

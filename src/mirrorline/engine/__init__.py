@@ -1,0 +1,1 @@
+"""The Spark side of Mirrorline: session, source query, executor writer, progress."""

@@ -1,0 +1,72 @@
+"""Session-wide fixtures: real Kafka clusters and one Spark session.
+
+Clusters start lazily, once per test session, in a temporary directory, and are
+tied to this process (killed by the kernel if pytest dies), so a failed or
+interrupted run leaves no JVM behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mirrorline.devcluster import DevCluster, DevClusters
+
+ALIASES = ("east", "west", "central")
+
+
+class ClusterPool:
+    """Starts up to three dev clusters, only as many as the tests ask for."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dev = DevClusters(directory)
+
+    def first(self, count: int) -> list[DevCluster]:
+        running = {c.alias for c in self.dev.clusters()}
+        missing = [a for a in ALIASES[:count] if a not in running]
+        if missing:
+            self.dev.up(missing, die_with_parent=True)
+        by_alias = {c.alias: c for c in self.dev.clusters()}
+        return [by_alias[a] for a in ALIASES[:count]]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def cluster_pool(tmp_path_factory: pytest.TempPathFactory):
+    pool = ClusterPool(tmp_path_factory.mktemp("clusters"))
+    yield pool
+    pool.dev.down()
+
+
+@pytest.fixture(scope="session")
+def two_clusters(cluster_pool: ClusterPool) -> tuple[DevCluster, DevCluster]:
+    east, west = cluster_pool.first(2)
+    return east, west
+
+
+@pytest.fixture(scope="session")
+def three_clusters(cluster_pool: ClusterPool) -> tuple[DevCluster, DevCluster, DevCluster]:
+    east, west, central = cluster_pool.first(3)
+    return east, west, central
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    from mirrorline.engine.session import build_spark_session
+
+    session = build_spark_session(
+        app_name="mirrorline-tests",
+        master="local[2]",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
+        },
+    )
+    yield session
+    session.stop()

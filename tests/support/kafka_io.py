@@ -1,0 +1,180 @@
+"""Create topics, produce and consume on real clusters with confluent-kafka."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as tests produce and read it back."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp: int | None = None  # CreateTime in ms; None lets the producer set it
+    partition: int | None = None
+    offset: int | None = field(default=None, compare=False)
+
+
+def recent_timestamp(ms_ago: int) -> int:
+    """An explicit record timestamp `ms_ago` before now.
+
+    Explicit timestamps must stay recent: the brokers delete records older than
+    the topic's retention (7 days by default) within a second.
+    """
+    return int(time.time() * 1000) - ms_ago
+
+
+def unique_name(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+    timeout: float = 30,
+) -> None:
+    client = admin(bootstrap)  # must outlive the future, or the request is cancelled
+    futures = client.create_topics(
+        [NewTopic(name, partitions, 1, config=dict(config or {}))], request_timeout=timeout
+    )
+    futures[name].result(timeout)
+    # Metadata can lag creation by a moment; wait until every partition has a leader.
+    deadline = time.monotonic() + timeout
+    while True:
+        meta = client.list_topics(name, timeout=5).topics.get(name)
+        if (
+            meta
+            and not meta.error
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topic {name} not ready on {bootstrap}")
+        time.sleep(0.1)
+
+
+def topic_names(bootstrap: str) -> set[str]:
+    return set(admin(bootstrap).list_topics(timeout=10).topics)
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[Record],
+    extra: Mapping[str, object] | None = None,
+) -> list[Record]:
+    """Produce and wait for every delivery; returns the records with partition and offset."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **(extra or {})})
+    delivered: list[Record] = []
+    errors: list[str] = []
+
+    def on_delivery(err, msg, record):
+        if err is not None:
+            errors.append(str(err))
+        else:
+            delivered.append(
+                Record(
+                    record.key,
+                    record.value,
+                    record.headers,
+                    msg.timestamp()[1],
+                    msg.partition(),
+                    msg.offset(),
+                )
+            )
+
+    for record in records:
+        kwargs = {}
+        if record.partition is not None:
+            kwargs["partition"] = record.partition
+        if record.timestamp is not None:
+            kwargs["timestamp"] = record.timestamp
+        if record.headers:
+            kwargs["headers"] = list(record.headers)
+        producer.produce(
+            topic,
+            key=record.key,
+            value=record.value,
+            on_delivery=lambda err, msg, r=record: on_delivery(err, msg, r),
+            **kwargs,
+        )
+        producer.poll(0)
+    remaining = producer.flush(60)
+    if errors or remaining:
+        raise AssertionError(f"produce to {topic} failed: {errors[:3]}, {remaining} undelivered")
+    return delivered
+
+
+def consume(
+    bootstrap: str,
+    topic: str,
+    *,
+    expected: int,
+    timeout: float = 60,
+    isolation_level: str = "read_committed",
+    partitions: Sequence[int] | None = None,
+) -> list[Record]:
+    """Read `topic` from the beginning until `expected` records arrived or the deadline.
+
+    Uses manual assignment (no consumer group), so nothing is committed anywhere.
+    Reads a little past `expected` is impossible: it stops as soon as the count is met.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique_name("reader"),
+            "enable.auto.commit": False,
+            "isolation.level": isolation_level,
+            "enable.partition.eof": False,
+        }
+    )
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        numbers = partitions if partitions is not None else sorted(meta.partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in numbers])
+        records: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while len(records) < expected and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                records.append(
+                    Record(
+                        msg.key(),
+                        msg.value(),
+                        tuple(msg.headers() or ()),
+                        msg.timestamp()[1],
+                        msg.partition(),
+                        msg.offset(),
+                    )
+                )
+        return records
+    finally:
+        consumer.close()
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("offsets")})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in sorted(meta.partitions)
+        }
+    finally:
+        consumer.close()

@@ -1,0 +1,30 @@
+"""Waiting on conditions with a deadline: the only way tests synchronise."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(
+    condition: Callable[[], T],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+) -> T:
+    """Poll `condition` until it returns something truthy; fail naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = condition()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})"
+            )
+        time.sleep(interval)

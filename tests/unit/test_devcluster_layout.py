@@ -44,9 +44,7 @@ def test_aliases_are_trimmed():
 
 def test_broker_settings_fit_a_single_node():
     layout = _Layout("east", "127.0.0.1:19092", 19093, "id", "/tmp/x/east")
-    settings = dict(
-        line.split("=", 1) for line in _server_properties(layout).splitlines()
-    )
+    settings = dict(line.split("=", 1) for line in _server_properties(layout).splitlines())
     assert settings["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
     assert settings["controller.quorum.voters"] == "1@127.0.0.1:19093"
     assert settings["log.dirs"] == "/tmp/x/east/data"

@@ -307,8 +307,15 @@ def _server_properties(layout: _Layout) -> str:
 
 
 def _new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    Ids starting with "-" are drawn again: command-line tools (the storage
+    formatter among them) would read them as an option.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _log_config() -> Path:

@@ -17,10 +17,11 @@ from mirrorline.engine.session import _artifact_name
 
 
 def test_cluster_ids_are_kafka_uuids():
-    ids = {_new_cluster_id() for _ in range(50)}
-    assert len(ids) == 50
+    ids = {_new_cluster_id() for _ in range(2000)}
+    assert len(ids) == 2000
     for cluster_id in ids:
         assert len(cluster_id) == 22
+        assert not cluster_id.startswith("-"), "would be read as an option by Kafka's tools"
         assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
 
 

@@ -238,6 +238,13 @@ class DevClusters:
             f"clusters = {', '.join(c.alias for c in clusters)}",
         ]
         lines += [f"{c.alias}.bootstrap.servers = {c.bootstrap_servers}" for c in clusters]
+        lines += [
+            "# Single-node clusters: every topic Mirrorline creates has one replica.",
+            "replication.factor = 1",
+            "checkpoints.topic.replication.factor = 1",
+            "heartbeats.topic.replication.factor = 1",
+            "offset-syncs.topic.replication.factor = 1",
+        ]
         self.properties_file.write_text("\n".join(lines) + "\n")
 
 

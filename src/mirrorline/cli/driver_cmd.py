@@ -1,0 +1,111 @@
+"""`mirrorline driver`: run every enabled flow of a configuration on Spark."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from mirrorline.config import ConfigError, load_config
+from mirrorline.driver import Driver, NoFlowsError, select_flows
+from mirrorline.engine.flow import FlowStatus
+from mirrorline.jvm import JvmSetupError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def driver(
+    config: Path = typer.Option(..., "--config", "-c", help="MM2-format properties file."),
+    clusters: str = typer.Option(
+        "", "--clusters", help="Only run flows whose target is one of these aliases (comma list)."
+    ),
+    master: str = typer.Option(
+        "", "--master", help="Spark master URL (default: local[*] or $MIRRORLINE_SPARK_MASTER)."
+    ),
+    work_dir: Path = typer.Option(
+        Path(".mirrorline/driver"), "--work-dir", help="Scratch space (Spark checkpoints)."
+    ),
+    status_every: float = typer.Option(
+        10.0, "--status-every", min=0, help="Print each flow's status every N seconds (0: never)."
+    ),
+) -> None:
+    """Replicate every enabled flow until Ctrl-C or SIGTERM (then stop between batches)."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        loaded = load_config(config)
+        flows = select_flows(loaded, [c.strip() for c in clusters.split(",") if c.strip()] or None)
+    except ConfigError as exc:
+        err.print(f"[red]{config}:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    except NoFlowsError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+    for flow in flows:
+        filt = flow.topic_filter
+        out.print(
+            f"flow {flow.name}: topics {', '.join(filt.include) or '(none)'}"
+            f"{' excluding ' + ', '.join(filt.exclude) if filt.exclude else ''}; "
+            f"policy {type(flow.policy).__name__}; remote names like "
+            f"{flow.remote_topic('<topic>')}",
+            highlight=False,
+        )
+
+    stop = threading.Event()
+
+    def request_stop(signum, _frame) -> None:
+        if stop.is_set():  # a second Ctrl-C: give up waiting
+            raise KeyboardInterrupt
+        err.print(f"{signal.Signals(signum).name}: stopping flows between batches")
+        stop.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        from mirrorline.engine.session import build_spark_session
+
+        spark = build_spark_session(app_name="mirrorline driver", master=master or None)
+    except JvmSetupError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    printer = _StatusPrinter(status_every)
+    try:
+        Driver(flows, spark, work_dir.resolve()).run(stop, on_tick=printer)
+    finally:
+        spark.stop()
+    out.print("driver stopped")
+
+
+class _StatusPrinter:
+    """One line per flow every `every` seconds: state, volume, rate and reason."""
+
+    def __init__(self, every: float) -> None:
+        self._every = every
+        self._next = time.monotonic() + every
+        self._last_records: dict[str, tuple[float, int]] = {}
+
+    def __call__(self, statuses: list[FlowStatus]) -> None:
+        now = time.monotonic()
+        if not self._every or now < self._next:
+            return
+        self._next = now + self._every
+        for s in statuses:
+            then, before = self._last_records.get(s.flow, (now, s.records))
+            rate = (s.records - before) / (now - then) if now > then else 0.0
+            self._last_records[s.flow] = (now, s.records)
+            age = f", record age {s.last_batch.max_age_ms} ms" if s.last_batch else ""
+            reason = f" — {s.reason}" if s.reason else ""
+            problems = f"; problems: {'; '.join(s.problems)}" if s.problems else ""
+            out.print(
+                f"{s.flow}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
+                f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}",
+                highlight=False,
+            )

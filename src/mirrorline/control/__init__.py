@@ -1,0 +1,1 @@
+"""Driver-side control loops of a flow: topics, configs, checkpoints, heartbeats, metadata."""

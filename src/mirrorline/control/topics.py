@@ -1,0 +1,200 @@
+"""Keeps a flow's remote topics in step with its source topics.
+
+Every `refresh.topics.interval.seconds` the source is listed: topics the flow
+replicates (filter, policy, loop rules) get a remote topic on the target, created
+with the same partition count before any record flows, and partitions added at
+the source are added to the remote topic. Every
+`sync.topic.configs.interval.seconds` the topic configs that pass the flow's
+config-property filter are copied. Deletions at the source are never mirrored.
+
+A topic that cannot be created or altered is reported in `problems` with the
+broker's reason; the flow's other topics are unaffected. The data query reads
+exactly the partitions `ready()` returns, so no record is ever written to a topic
+or partition that does not exist on the target yet.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+
+from mirrorline.config.model import FlowConfig
+
+_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class TopicProblem:
+    topic: str
+    action: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.topic}: {self.reason}"
+
+
+class TopicManager:
+    """The topic side of one flow: creation, partitions and configs on the target."""
+
+    def __init__(self, flow: FlowConfig, source_admin: AdminClient, target_admin: AdminClient):
+        self.flow = flow
+        self._source = source_admin
+        self._target = target_admin
+        self._lock = threading.Lock()
+        self._ready: dict[str, int] = {}
+        # Kept apart because each loop clears only its own problems.
+        self._structure_problems: dict[str, TopicProblem] = {}
+        self._config_problems: dict[str, TopicProblem] = {}
+
+    # -- results ---------------------------------------------------------------------
+
+    def ready(self) -> dict[str, int]:
+        """Source topic -> number of its partitions that exist on the target."""
+        with self._lock:
+            return dict(self._ready)
+
+    def problems(self) -> list[TopicProblem]:
+        with self._lock:
+            return [*self._structure_problems.values(), *self._config_problems.values()]
+
+    # -- loops -----------------------------------------------------------------------
+
+    def refresh(self) -> dict[str, int]:
+        """Create missing remote topics and partitions; returns `ready()`."""
+        source = _partition_counts(self._source)
+        target = _partition_counts(self._target)
+        ready: dict[str, int] = {}
+        problems: dict[str, TopicProblem] = {}
+        wanted = {t: n for t, n in source.items() if self.flow.should_replicate_topic(t)}
+        for topic, partitions in sorted(wanted.items()):
+            remote = self.flow.remote_topic(topic)
+            try:
+                if remote not in target:
+                    self._create(topic, remote, partitions)
+                elif target[remote] < partitions:
+                    self._add_partitions(remote, partitions)
+                ready[topic] = partitions
+            except _TopicActionFailed as failure:
+                problems[topic] = failure.problem
+                if remote in target:  # keep replicating the partitions that exist
+                    ready[topic] = min(partitions, target[remote])
+        with self._lock:
+            self._ready = ready
+            self._structure_problems = problems
+        return dict(ready)
+
+    def sync_configs(self) -> None:
+        """Copy the selected topic configs of every ready topic to its remote topic."""
+        problems: dict[str, TopicProblem] = {}
+        for topic in sorted(self.ready()):
+            remote = self.flow.remote_topic(topic)
+            try:
+                changes = self._config_changes(topic, remote)
+                if changes:
+                    self._alter(remote, changes)
+            except _TopicActionFailed as failure:
+                problems[topic] = failure.problem
+        with self._lock:
+            self._config_problems = problems
+
+    # -- actions ---------------------------------------------------------------------
+
+    def _create(self, topic: str, remote: str, partitions: int) -> None:
+        configs = self._copied_configs(topic)
+        new = NewTopic(
+            remote,
+            num_partitions=partitions,
+            replication_factor=int(self.flow.value("replication.factor")),
+            config=configs,
+        )
+        try:
+            self._target.create_topics([new], request_timeout=_TIMEOUT_S)[remote].result(_TIMEOUT_S)
+        except KafkaException as exc:
+            if exc.args[0].code() != exc.args[0].TOPIC_ALREADY_EXISTS:
+                raise _TopicActionFailed(remote, "create", exc) from None
+
+    def _add_partitions(self, remote: str, partitions: int) -> None:
+        try:
+            self._target.create_partitions(
+                [NewPartitions(remote, partitions)], request_timeout=_TIMEOUT_S
+            )[remote].result(_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _TopicActionFailed(remote, f"add partitions (to {partitions}) to", exc) from None
+
+    def _copied_configs(self, topic: str) -> dict[str, str]:
+        """The source topic's config entries the flow copies."""
+        selected = {}
+        for name, entry in _describe(self._source, topic).items():
+            if entry.is_sensitive or entry.value is None:
+                continue
+            explicit = entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            keep = (
+                self.flow.config_property_filter.should_replicate(name)
+                if explicit
+                else (self.flow.config_property_filter.should_replicate_source_default(name))
+            )
+            if keep:
+                selected[name] = entry.value
+        return selected
+
+    def _config_changes(self, topic: str, remote: str) -> list[ConfigEntry]:
+        wanted = self._copied_configs(topic)
+        current = _describe(self._target, remote)
+        changes = [
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in sorted(wanted.items())
+            if current.get(name) is None or current[name].value != value
+        ]
+        # A property set on the remote topic but no longer at the source goes back
+        # to the target's default, so the remote topic keeps mirroring the source.
+        changes += [
+            ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
+            for name, entry in sorted(current.items())
+            if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            and name not in wanted
+            and self.flow.config_property_filter.should_replicate(name)
+        ]
+        return changes
+
+    def _alter(self, remote: str, changes: list[ConfigEntry]) -> None:
+        resource = ConfigResource(ResourceType.TOPIC, remote, incremental_configs=changes)
+        try:
+            for future in self._target.incremental_alter_configs([resource]).values():
+                future.result(_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _TopicActionFailed(remote, "sync configs of", exc) from None
+
+
+class _TopicActionFailed(Exception):
+    def __init__(self, remote: str, action: str, exc: KafkaException | Exception) -> None:
+        reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
+        super().__init__(reason)
+        self.problem = TopicProblem(remote, action, reason)
+
+
+def _partition_counts(admin: AdminClient) -> dict[str, int]:
+    metadata = admin.list_topics(timeout=_TIMEOUT_S)
+    return {
+        name: len(meta.partitions) for name, meta in metadata.topics.items() if meta.error is None
+    }
+
+
+def _describe(admin: AdminClient, topic: str) -> Mapping[str, ConfigEntry]:
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        return admin.describe_configs([resource])[resource].result(_TIMEOUT_S)
+    except KafkaException as exc:
+        raise _TopicActionFailed(topic, "describe configs of", exc) from None

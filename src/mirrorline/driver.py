@@ -1,0 +1,82 @@
+"""The driver: one Spark application running every enabled flow of a configuration.
+
+For each flow it runs a `FlowRunner` (the data query plus the flow's control
+loops). One flow's failure never stops another: each runner reports its own
+status with a reason and retries by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from mirrorline.config.model import FlowConfig, MirrorConfig
+from mirrorline.engine.flow import FlowRunner, FlowStatus
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.5
+
+
+class NoFlowsError(ValueError):
+    """The configuration (after `--clusters`) leaves nothing for the driver to do."""
+
+
+def select_flows(config: MirrorConfig, target_clusters: Iterable[str] | None) -> list[FlowConfig]:
+    """Enabled flows, limited to those targeting `target_clusters` when given."""
+    flows = list(config.enabled_flows())
+    if target_clusters is not None:
+        wanted = set(target_clusters)
+        unknown = sorted(wanted - set(config.clusters))
+        if unknown:
+            raise NoFlowsError(
+                f"--clusters names unknown cluster(s) {', '.join(unknown)}; "
+                f"the configuration defines {', '.join(config.clusters)}"
+            )
+        flows = [f for f in flows if f.target in wanted]
+    if not flows:
+        raise NoFlowsError(
+            "no enabled flow to run: enable one with `A->B.enabled = true`"
+            + (" (or widen --clusters)" if target_clusters is not None else "")
+        )
+    return flows
+
+
+class Driver:
+    def __init__(self, flows: list[FlowConfig], spark, work_dir: Path) -> None:
+        self.flows = flows
+        self._spark = spark
+        self._work_dir = work_dir
+        self.runners: list[FlowRunner] = []
+
+    def run(
+        self,
+        stop: threading.Event,
+        on_tick: Callable[[list[FlowStatus]], None] | None = None,
+    ) -> None:
+        """Replicate until `stop` is set, then stop every flow between batches."""
+        self.runners = [FlowRunner(flow, self._spark, self._work_dir) for flow in self.flows]
+        try:
+            while True:
+                for runner in self.runners:
+                    self._guarded(runner, runner.tick)
+                if on_tick is not None:
+                    on_tick(self.statuses())
+                if stop.wait(TICK_S):
+                    break
+        finally:
+            for runner in self.runners:
+                self._guarded(runner, runner.stop)
+
+    def statuses(self) -> list[FlowStatus]:
+        return [runner.status() for runner in self.runners]
+
+    @staticmethod
+    def _guarded(runner: FlowRunner, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - reported in the flow's status, others go on
+            log.warning("flow %s: %s", runner.flow.name, exc)
+            runner.note_failure(str(exc))

@@ -1,0 +1,409 @@
+"""One replication flow at run time: its topics, its Spark query and its progress.
+
+The data query reads exactly the source partitions that exist on the target
+(`TopicManager.ready()`), with Spark's Kafka source (`assign`), starting from the
+flow's progress in the target cluster. Each micro-batch is written by the
+executors (`writer.write_batches`); the driver then publishes the batch's offset
+syncs and, last, the new progress. A crash anywhere in between replays at most
+that batch (at-least-once).
+
+When the set of ready partitions changes (a new topic, more partitions) the query
+is stopped between batches and started again on the new set. Spark's checkpoint
+directory is created fresh for every start and removed after: the progress topic
+is the only source of truth, so losing the directory or moving the driver is
+harmless.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirrorline.config.model import FlowConfig
+from mirrorline.control.topics import TopicManager
+from mirrorline.engine.offset_syncs import OffsetSyncPublisher
+from mirrorline.engine.progress import ProgressStore, SourcePartition
+from mirrorline.engine.writer import RESULT_DDL, WriteSpec, write_batches
+from mirrorline.formats import OffsetSync
+
+log = logging.getLogger(__name__)
+
+# Spark's Kafka source manages these itself and refuses them as options.
+_SPARK_MANAGED = {
+    "auto.offset.reset",
+    "enable.auto.commit",
+    "key.deserializer",
+    "value.deserializer",
+    "interceptor.classes",
+    "group.id",
+}
+# How often Spark looks for new records when there are none (each look lists offsets).
+TRIGGER_INTERVAL = "200 milliseconds"
+EARLIEST, LATEST = -2, -1  # Spark's symbolic offsets
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    batch_id: int
+    records: int
+    bytes: int
+    partitions: int
+    max_age_ms: int
+    duration_ms: int
+    finished_at_ms: int
+
+
+@dataclass(frozen=True)
+class FlowStatus:
+    """What an operator needs to know about a flow, with the reason when it is not well."""
+
+    flow: str
+    state: str  # starting | running | failed | stopped
+    reason: str = ""
+    topics: tuple[str, ...] = ()
+    partitions: int = 0
+    records: int = 0
+    bytes: int = 0
+    problems: tuple[str, ...] = ()
+    last_batch: BatchStats | None = None
+
+
+@dataclass
+class _Due:
+    """A control loop's schedule: runs at start, then every `interval` seconds."""
+
+    interval: float | None
+    next_at: float = 0.0
+
+    def take(self, now: float) -> bool:
+        if self.interval is None and self.next_at != 0.0:
+            return False
+        if now < self.next_at:
+            return False
+        self.next_at = now + (self.interval if self.interval is not None else float("inf"))
+        return True
+
+
+@dataclass
+class _Totals:
+    records: int = 0
+    bytes: int = 0
+    last_batch: BatchStats | None = None
+
+
+class FlowRunner:
+    """Runs one flow on a Spark session; `tick()` drives its control loops."""
+
+    RESTART_BACKOFF_S = (2.0, 5.0, 10.0, 30.0, 60.0)
+
+    def __init__(self, flow: FlowConfig, spark, work_dir: Path) -> None:
+        self.flow = flow
+        self._spark = spark
+        self._work_dir = work_dir
+        target = {
+            "admin": dict(flow.client_settings("target", "admin")),
+            "producer": dict(flow.client_settings("target", "producer")),
+            "consumer": dict(flow.client_settings("target", "consumer")),
+        }
+        self.topics = TopicManager(
+            flow,
+            AdminClient(dict(flow.client_settings("source", "admin"))),
+            AdminClient(target["admin"]),
+        )
+        self.progress = ProgressStore(
+            flow.name,
+            admin_settings=target["admin"],
+            producer_settings=target["producer"],
+            consumer_settings=target["consumer"],
+            replication_factor=int(flow.value("replication.factor")),
+        )
+        sync_side = "source" if flow.offset_syncs_cluster == flow.source else "target"
+        self.syncs = OffsetSyncPublisher(
+            flow.name,
+            flow.offset_syncs_topic,
+            dict(flow.client_settings(sync_side, "producer")),
+            admin_settings=dict(flow.client_settings(sync_side, "admin")),
+            replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
+        )
+        self._lock = threading.Lock()
+        self._state = "starting"
+        self._reason = ""
+        self._totals = _Totals()
+        self._next_offsets: dict[SourcePartition, int] = {}
+        self._assigned: dict[str, int] = {}
+        self._query = None
+        self._checkpoint: Path | None = None
+        self._refresh = _Due(_seconds(flow.interval("refresh.topics")))
+        self._config_sync = _Due(_seconds(flow.interval("sync.topic.configs")))
+        self._prepared = False
+        self._retry_at: float | None = None
+        self._failures = 0
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Advance the flow: start it, run due control loops, keep the query right.
+
+        Called every fraction of a second by the driver; the first call starts the
+        flow. Any failure puts the flow in `failed` with the reason, and the next
+        attempt follows after a backoff.
+        """
+        now = time.monotonic()
+        if self._retry_at is not None and now < self._retry_at:
+            return
+        self._retry_at = None
+        try:
+            if not self._prepared:
+                self.progress.ensure_topic()
+                self.syncs.ensure_topic()
+                self._next_offsets = self.progress.load()
+                self._prepared = True
+            if self._refresh.take(now):
+                self._guard("topic refresh", self.topics.refresh)
+            if self._config_sync.take(now):
+                self._guard("topic config sync", self.topics.sync_configs)
+            self._check_query()
+            ready = self.topics.ready()
+            if ready != self._assigned:
+                self._restart(ready)
+            elif not ready:
+                self._set_state("running", "no source topic matches the flow's filter yet")
+        except Exception as exc:  # noqa: BLE001 - reported in the status, retried later
+            self._fail(_summarise(str(exc)), now)
+
+    def stop(self) -> None:
+        """Stop between batches if possible; an interrupted batch is replayed on start."""
+        self._stop_query()
+        self.progress.close()
+        self.syncs.close()
+        self._set_state("stopped", "stopped by the operator")
+
+    def status(self) -> FlowStatus:
+        with self._lock:
+            totals = self._totals
+            return FlowStatus(
+                flow=self.flow.name,
+                state=self._state,
+                reason=self._reason,
+                topics=tuple(sorted(self._assigned)),
+                partitions=sum(self._assigned.values()),
+                records=totals.records,
+                bytes=totals.bytes,
+                problems=tuple(str(p) for p in self.topics.problems()),
+                last_batch=totals.last_batch,
+            )
+
+    # -- the query -------------------------------------------------------------------
+
+    def _restart(self, ready: Mapping[str, int]) -> None:
+        self._stop_query()
+        self._assigned = {}
+        if not ready:
+            self._set_state("running", "no source topic to replicate yet")
+            return
+        starting = self._starting_offsets(ready)
+        self._checkpoint = (
+            self._work_dir / "checkpoints" / self.flow.name.replace(">", "") / uuid.uuid4().hex
+        )
+        spec = WriteSpec(
+            flow=self.flow.name,
+            producer_settings=dict(self.flow.client_settings("target", "producer")),
+            remote_topics={t: self.flow.remote_topic(t) for t in ready},
+            offset_lag_max=int(self.flow.value("offset.lag.max")),
+        )
+        reader = self._spark.readStream.format("kafka")
+        for key, value in self.flow.java_client_settings("source", "consumer").items():
+            if key not in _SPARK_MANAGED:
+                reader = reader.option(f"kafka.{key}", value)
+        per_batch = int(self.flow.value("max.poll.records")) * sum(ready.values())
+        frame = (
+            reader.option("assign", json.dumps({t: list(range(n)) for t, n in ready.items()}))
+            .option("startingOffsets", json.dumps(starting))
+            .option("failOnDataLoss", "false")
+            .option("includeHeaders", "true")
+            .option("maxOffsetsPerTrigger", str(per_batch))
+            .load()
+        )
+        tasks = self.flow.setting("tasks.max")
+        if not tasks.origin.is_default:
+            frame = frame.coalesce(int(tasks.value))
+        self._query = (
+            frame.writeStream.queryName(f"mirrorline {self.flow.name} {uuid.uuid4().hex[:6]}")
+            .foreachBatch(functools.partial(self._on_batch, spec))
+            .option("checkpointLocation", str(self._checkpoint))
+            .trigger(processingTime=TRIGGER_INTERVAL)
+            .start()
+        )
+        self._assigned = dict(ready)  # only once the query runs, so a failed start is retried
+        self._set_state("running", "")
+        log.info(
+            "flow %s replicating %d partitions of %s",
+            self.flow.name,
+            sum(ready.values()),
+            ", ".join(sorted(ready)),
+        )
+
+    def _on_batch(self, spec: WriteSpec, frame, batch_id: int) -> None:
+        started = time.monotonic()
+        rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
+        if not rows:
+            return
+        self.syncs.publish(
+            OffsetSync(r.topic, r.partition, s.upstream, s.downstream)
+            for r in rows
+            for s in r.syncs
+        )
+        advanced: dict[SourcePartition, int] = {}
+        for r in rows:
+            key = (r.topic, r.partition)
+            advanced[key] = max(advanced.get(key, 0), r.last_offset + 1)
+        self.progress.save(advanced)
+        stats = BatchStats(
+            batch_id=batch_id,
+            records=sum(r.records for r in rows),
+            bytes=sum(r.bytes for r in rows),
+            partitions=len(advanced),
+            max_age_ms=max(r.max_age_ms for r in rows),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            finished_at_ms=int(time.time() * 1000),
+        )
+        with self._lock:
+            self._next_offsets.update(advanced)
+            self._totals.records += stats.records
+            self._totals.bytes += stats.bytes
+            self._totals.last_batch = stats
+            self._failures = 0
+
+    def _starting_offsets(self, ready: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """Progress where there is some; `start.position` for every other partition.
+
+        As in MM2, a partition without progress (a new flow, topic or partition)
+        starts at the start position. Positions other than `earliest` are resolved
+        to offsets and saved at once, so a restart before the partition's first
+        record never moves its start.
+        """
+        fresh = [
+            (t, p) for t, n in ready.items() for p in range(n) if (t, p) not in self._next_offsets
+        ]
+        if fresh:
+            resolved = self._resolve_start(fresh)
+            self.progress.save({tp: offset for tp, offset in resolved.items() if offset >= 0})
+            self._next_offsets.update(resolved)
+        return {
+            t: {str(p): self._next_offsets[(t, p)] for p in range(n)} for t, n in ready.items()
+        }
+
+    def _resolve_start(self, partitions: list[SourcePartition]) -> dict[SourcePartition, int]:
+        position = self.flow.start_position
+        if position.kind == "earliest":
+            return {tp: EARLIEST for tp in partitions}
+        consumer = Consumer(
+            {
+                **self.flow.client_settings("source", "consumer"),
+                "group.id": "mirrorline-start",
+                "enable.auto.commit": False,
+            }
+        )
+        try:
+            if position.kind == "latest":
+                return {
+                    (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1]
+                    for t, p in partitions
+                }
+            if position.kind == "timestamp":
+                found = consumer.offsets_for_times(
+                    [TopicPartition(t, p, position.timestamp_ms) for t, p in partitions], timeout=30
+                )
+                # No record at or after the time: start at the end of the partition.
+                return {
+                    (tp.topic, tp.partition): tp.offset
+                    if tp.offset >= 0
+                    else consumer.get_watermark_offsets(
+                        TopicPartition(tp.topic, tp.partition), timeout=30
+                    )[1]
+                    for tp in found
+                }
+            return {
+                (t, p): position.offset_for(t, p)
+                if position.offset_for(t, p) is not None
+                else EARLIEST
+                for t, p in partitions
+            }
+        finally:
+            consumer.close()
+
+    def _check_query(self) -> None:
+        """Raise the reason if the query died (the caller schedules the retry)."""
+        query = self._query
+        if query is None or query.isActive:
+            return
+        error = query.exception()
+        self._stop_query()
+        self._assigned = {}
+        raise _QueryDied(_summarise(str(error)) if error is not None else "the query stopped")
+
+    def _stop_query(self) -> None:
+        query, self._query = self._query, None
+        if query is not None:
+            try:
+                query.stop()
+            except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver
+                log.warning("flow %s: stopping its query: %s", self.flow.name, exc)
+        if self._checkpoint is not None:
+            shutil.rmtree(self._checkpoint, ignore_errors=True)
+            self._checkpoint = None
+
+    def note_failure(self, reason: str) -> None:
+        """Record a failure raised outside the flow's own loops."""
+        self._fail(reason, time.monotonic())
+
+    def _fail(self, reason: str, now: float) -> None:
+        backoff = self.RESTART_BACKOFF_S[min(self._failures, len(self.RESTART_BACKOFF_S) - 1)]
+        self._failures += 1
+        self._retry_at = now + backoff
+        self._set_state("failed", f"{reason} (retrying in {backoff:.0f}s)")
+        log.warning("flow %s failed: %s", self.flow.name, reason)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _guard(self, what: str, action) -> None:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - one loop's failure must not stop the others
+            log.warning("flow %s: %s failed: %s", self.flow.name, what, exc)
+            with self._lock:
+                self._reason = f"{what} failed: {exc}"
+
+    def _set_state(self, state: str, reason: str) -> None:
+        with self._lock:
+            self._state = state
+            self._reason = reason
+
+
+class _QueryDied(RuntimeError):
+    """The data query ended with an error; the message is the reason."""
+
+
+def _seconds(interval) -> float | None:
+    return interval.total_seconds() if interval is not None else None
+
+
+def _summarise(error: str) -> str:
+    """The useful line of a Spark/Python error: Mirrorline's own message when there is one."""
+    for line in error.splitlines():
+        for marker in ("DeliveryFailed: ", "KafkaOperationError: "):
+            if marker in line:
+                return line.split(marker, 1)[1].strip()
+    first = error.strip().splitlines()[0] if error.strip() else "unknown error"
+    return first[:500]

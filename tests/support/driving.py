@@ -1,0 +1,54 @@
+"""Run Mirrorline's driver inside the test process, on the shared Spark session."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mirrorline.config import load_config
+
+from mirrorline.driver import Driver, select_flows
+
+
+def write_config(path: Path, clusters, body: str) -> Path:
+    """A properties file naming `clusters` (DevCluster objects) plus `body`."""
+    lines = [f"clusters = {', '.join(c.alias for c in clusters)}"]
+    lines += [f"{c.alias}.bootstrap.servers = {c.bootstrap_servers}" for c in clusters]
+    lines += [
+        "replication.factor = 1",
+        "offset-syncs.topic.replication.factor = 1",
+        "checkpoints.topic.replication.factor = 1",
+        "heartbeats.topic.replication.factor = 1",
+        "refresh.topics.interval.seconds = 1",
+        "sync.topic.configs.interval.seconds = 1",
+    ]
+    path.write_text("\n".join(lines) + "\n" + body)
+    return path
+
+
+@contextmanager
+def running_driver(config_file: Path, spark, work_dir: Path) -> Iterator[Driver]:
+    """Start a driver for every enabled flow; stop it (between batches) on exit."""
+    flows = select_flows(load_config(config_file), None)
+    driver = Driver(flows, spark, work_dir)
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            driver.run(stop)
+        except BaseException as exc:  # noqa: BLE001 - surfaced to the test below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="mirrorline-driver", daemon=True)
+    thread.start()
+    try:
+        yield driver
+    finally:
+        stop.set()
+        thread.join(120)
+        assert not thread.is_alive(), "driver did not stop within 120s"
+    if failure:
+        raise failure[0]

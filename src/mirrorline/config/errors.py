@@ -15,7 +15,7 @@ from typing import Literal
 
 from mirrorline.config.origin import Origin
 
-__all__ = ["ConfigError", "ConfigIssue", "Severity"]
+__all__ = ["ConfigError", "ConfigIssue", "Severity", "unique_issues"]
 
 Severity = Literal["error", "warning"]
 
@@ -73,7 +73,7 @@ class ConfigError(Exception):
     """The configuration cannot be used; `issues` lists every reason found."""
 
     def __init__(self, issues: Iterable[ConfigIssue]) -> None:
-        self.issues: tuple[ConfigIssue, ...] = tuple(_unique(issues))
+        self.issues: tuple[ConfigIssue, ...] = tuple(unique_issues(issues))
         super().__init__(self._summary())
 
     def _summary(self) -> str:
@@ -84,8 +84,8 @@ class ConfigError(Exception):
         return "\n".join(lines)
 
 
-def _unique(issues: Iterable[ConfigIssue]) -> list[ConfigIssue]:
-    # The same raw line can be judged once per flow or client; say it once.
+def unique_issues(issues: Iterable[ConfigIssue]) -> list[ConfigIssue]:
+    """The issues in order, each once: a line judged for several flows is reported once."""
     seen: set[ConfigIssue] = set()
     result: list[ConfigIssue] = []
     for issue in issues:

@@ -32,6 +32,8 @@ flow's settings through `from_settings`.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -41,9 +43,11 @@ from typing import ClassVar, Self
 __all__ = [
     "DefaultReplicationPolicy",
     "IdentityReplicationPolicy",
+    "PolicyClassError",
     "ReplicationPolicy",
     "is_cycle",
     "may_replicate",
+    "policy_class",
 ]
 
 HEARTBEATS_TOPIC = "heartbeats"
@@ -281,3 +285,45 @@ def may_replicate(
     if not wanted or policy.is_internal_topic(topic):
         return False
     return not is_cycle(policy, topic, target_alias)
+
+
+class PolicyClassError(ValueError):
+    """`replication.policy.class` names nothing Mirrorline can use."""
+
+
+def policy_class(name: str) -> type[ReplicationPolicy]:
+    """The policy class named in `replication.policy.class`.
+
+    MM2's Java class names map to the built-in policies; anything else is a
+    Python import path, `package.module:ClassName` (or `package.module.ClassName`).
+    """
+    name = name.strip()
+    builtin = _BUILTIN_POLICIES.get(name)
+    if builtin is not None:
+        return builtin
+    if ":" in name:
+        module_name, _, class_name = name.partition(":")
+    else:
+        module_name, _, class_name = name.rpartition(".")
+    if not module_name or not class_name:
+        raise PolicyClassError(f"{name!r} is not an import path (package.module:ClassName)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PolicyClassError(f"cannot import module {module_name!r}: {exc}") from None
+    found = getattr(module, class_name, None)
+    if not (isinstance(found, type) and issubclass(found, ReplicationPolicy)):
+        raise PolicyClassError(
+            f"{class_name!r} in module {module_name!r} is not a ReplicationPolicy subclass"
+        )
+    if inspect.isabstract(found):
+        raise PolicyClassError(f"{name!r} does not implement every abstract method")
+    return found
+
+
+_BUILTIN_POLICIES: dict[str, type[ReplicationPolicy]] = {
+    "org.apache.kafka.connect.mirror.DefaultReplicationPolicy": DefaultReplicationPolicy,
+    "org.apache.kafka.connect.mirror.IdentityReplicationPolicy": IdentityReplicationPolicy,
+    "DefaultReplicationPolicy": DefaultReplicationPolicy,
+    "IdentityReplicationPolicy": IdentityReplicationPolicy,
+}

@@ -218,3 +218,106 @@ def test_identity_policy_never_replicates_heartbeats_back_into_a_visited_cluster
         "heartbeats",
         data,
     )
+
+
+CUSTOM_MODULE = '''
+from dataclasses import dataclass
+from mirrorline.policy import DefaultReplicationPolicy
+
+
+@dataclass(frozen=True)
+class SuffixPolicy(DefaultReplicationPolicy):
+    """Names remote topics <topic>-from-<alias>, reading its suffix from the flow settings."""
+
+    marker: str = "-from-"
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls(marker=settings.get("replication.policy.suffix.marker", "-from-"))
+
+    def format_remote_topic(self, source_alias, topic):
+        return f"{topic}{self.marker}{source_alias}"
+
+    def topic_source(self, topic):
+        head, found, alias = topic.rpartition(self.marker)
+        return alias if found else None
+
+    def upstream_topic(self, topic):
+        head, found, alias = topic.rpartition(self.marker)
+        return head if found else None
+
+
+class NotAPolicy:
+    pass
+'''
+
+
+@pytest.fixture
+def custom_module(tmp_path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "acme_policies.py").write_text(CUSTOM_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "acme_policies"
+
+
+def test_java_class_names_map_to_the_built_in_policies() -> None:
+    from mirrorline.policy import policy_class
+
+    assert policy_class("org.apache.kafka.connect.mirror.DefaultReplicationPolicy") is (
+        DefaultReplicationPolicy
+    )
+    assert policy_class(" org.apache.kafka.connect.mirror.IdentityReplicationPolicy ") is (
+        IdentityReplicationPolicy
+    )
+    assert policy_class("mirrorline.policy:IdentityReplicationPolicy") is IdentityReplicationPolicy
+    assert policy_class("mirrorline.policy.DefaultReplicationPolicy") is DefaultReplicationPolicy
+
+
+def test_custom_policy_classes_load_by_import_path(custom_module: str) -> None:
+    from mirrorline.policy import policy_class
+
+    cls = policy_class(f"{custom_module}:SuffixPolicy")
+    policy = cls.from_settings({"replication.policy.suffix.marker": "__"})
+    assert policy.format_remote_topic("east", "orders") == "orders__east"
+    assert policy.topic_source("orders__east") == "east"
+    assert is_cycle(policy, "orders__east", "east")
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("com.example.NoSuchPolicy", "cannot import module 'com.example'"),
+        ("mirrorline.policy:NoSuchPolicy", "is not a ReplicationPolicy subclass"),
+        ("mirrorline.policy:ReplicationPolicy", "does not implement every abstract method"),
+        ("JustAName", "is not an import path"),
+    ],
+)
+def test_unusable_policy_class_names(name: str, fragment: str) -> None:
+    from mirrorline.policy import PolicyClassError, policy_class
+
+    with pytest.raises(PolicyClassError, match=fragment):
+        policy_class(name)
+
+
+def test_a_class_that_is_not_a_policy_is_refused(custom_module: str) -> None:
+    from mirrorline.policy import PolicyClassError, policy_class
+
+    with pytest.raises(PolicyClassError, match="not a ReplicationPolicy subclass"):
+        policy_class(f"{custom_module}:NotAPolicy")
+
+
+def test_custom_policy_through_the_configuration(custom_module: str) -> None:
+    from mirrorline.config import parse_config
+
+    config = parse_config(
+        "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
+        "A->B.enabled = true\n"
+        f"replication.policy.class = {custom_module}:SuffixPolicy\n"
+        "A->B.replication.policy.suffix.marker = .via.\n",
+        environ={},
+    )
+    flow = config.flow("A", "B")
+    assert flow.remote_topic("orders") == "orders.via.A"
+    assert flow.setting("replication.policy.suffix.marker").origin.line == 6
+    assert config.flow("B", "A").remote_topic("orders") == "orders-from-B"
+    assert not flow.should_replicate_topic("orders.via.B")
+    assert flow.should_replicate_topic("orders")

@@ -344,7 +344,13 @@ def translate(
                 name, value = _rename(setting.name, setting.value, client)
                 put(name, value, setting)
             elif rule.action == "special":
-                for name, value in _special_setting(setting, by_name):
+                # The reasons of these checks say all; the value may be a whole JAAS entry.
+                try:
+                    pairs = _special_setting(setting, by_name)
+                except ValueError as exc:
+                    issues.append(ConfigIssue(str(exc), setting.origin))
+                    continue
+                for name, value in pairs:
                     put(name, value, setting)
         except ValueError as exc:
             issues.append(_value_issue(setting, str(exc)))

@@ -73,7 +73,8 @@ class ConfigError(Exception):
     """The configuration cannot be used; `issues` lists every reason found."""
 
     def __init__(self, issues: Iterable[ConfigIssue]) -> None:
-        self.issues: tuple[ConfigIssue, ...] = tuple(unique_issues(issues))
+        # In file order, so the list reads like the file; issues without a line first.
+        self.issues: tuple[ConfigIssue, ...] = tuple(sorted(unique_issues(issues), key=_position))
         super().__init__(self._summary())
 
     def _summary(self) -> str:
@@ -82,6 +83,13 @@ class ConfigError(Exception):
         lines = [f"{count} configuration {noun}:"]
         lines.extend(f"  {issue}" for issue in self.issues)
         return "\n".join(lines)
+
+
+def _position(issue: ConfigIssue) -> tuple[str, int]:
+    origin = issue.origin
+    if origin is None:
+        return ("", 0)
+    return (origin.file or "", origin.line or 0)
 
 
 def unique_issues(issues: Iterable[ConfigIssue]) -> list[ConfigIssue]:

@@ -135,7 +135,9 @@ class ClusterConfig:
         return self.clients["admin"].get("bootstrap.servers")
 
     def __repr__(self) -> str:
-        return f"ClusterConfig({self.alias!r}, bootstrap.servers={self.bootstrap_servers!r})"
+        admin = self.clients["admin"]
+        servers = admin.setting("bootstrap.servers").shown if "bootstrap.servers" in admin else None
+        return f"ClusterConfig({self.alias!r}, bootstrap.servers={servers!r})"
 
 
 @dataclass(frozen=True, repr=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mirrorline import __version__
+from mirrorline.cli.config_cmd import config_app
 
 app = typer.Typer(
     name="mirrorline",
@@ -13,6 +14,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(config_app, name="config")
 
 
 def _print_version(value: bool) -> None:

@@ -328,3 +328,37 @@ def test_java_table_knows_mm2_connection_settings() -> None:
         "max.poll.records",
     ):
         assert name in JAVA_CLIENT_SETTINGS, name
+
+
+def test_librdkafka_accepts_every_role_of_a_loaded_configuration() -> None:
+    """Build real confluent-kafka clients (no broker needed) from each role's settings."""
+    from confluent_kafka.admin import AdminClient
+
+    from mirrorline.config import parse_config
+
+    config = parse_config(
+        "clusters = A, B\n"
+        "A.bootstrap.servers = 127.0.0.1:1\n"
+        "B.bootstrap.servers = 127.0.0.1:2\n"
+        "B.security.protocol = SASL_PLAINTEXT\n"
+        "B.sasl.mechanism = SCRAM-SHA-256\n"
+        f"B.sasl.jaas.config = {SCRAM}\n"
+        "A->B.enabled = true\n"
+        "consumer.isolation.level = read_committed\n"
+        "A->B.producer.override.compression.type = lz4\n"
+        "A->B.producer.override.buffer.memory = 67108864\n"
+        "A->B.target.producer.max.request.size = 2097152\n"
+        "A->B.source.consumer.fetch.max.wait.ms = 200\n"
+        "request.timeout.ms = 20000\n",
+        environ={},
+    )
+    flow = config.flow("A", "B")
+    quiet = {"log_level": 0}
+    for side in ("source", "target"):
+        consumer = confluent_kafka.Consumer({**flow.client_settings(side, "consumer"), **quiet})
+        consumer.close()
+        confluent_kafka.Producer({**flow.client_settings(side, "producer"), **quiet}).flush(0)
+        AdminClient({**flow.client_settings(side, "admin"), **quiet})
+    for cluster in config.clusters.values():
+        consumer = confluent_kafka.Consumer({**cluster.client_settings("consumer"), **quiet})
+        consumer.close()

@@ -285,14 +285,18 @@ def role_defaults(label: str, side: Side | None, client: ClientType) -> dict[str
     """Java-named defaults for one client role, lower than anything in the file.
 
     `client.id` names the role so brokers' logs and quotas can tell clients
-    apart. Consumers start at `earliest` (MM2); the source consumer reads
-    `read_uncommitted` (the Java default MM2 uses; librdkafka's default
-    differs, so it is set explicitly); producers wait for all in-sync replicas,
-    and the target producer is idempotent so retries neither duplicate nor
-    reorder records.
+    apart, and consumers get a `group.id` of the same name. Consumers start
+    at `earliest` (MM2); the source consumer reads `read_uncommitted` (the
+    Java default MM2 uses; librdkafka's default differs, so it is set
+    explicitly); producers wait for all in-sync replicas, and the target
+    producer is idempotent so retries neither duplicate nor reorder records.
     """
     role = f"{side}-{client}" if side else client
     defaults = {"client.id": f"mirrorline|{label}|{role}"}
+    if client == "consumer":
+        # librdkafka refuses a consumer without a group, even one that only
+        # uses assign(); no offsets are committed under it.
+        defaults["group.id"] = f"mirrorline|{label}|{role}"
     if side is None:
         return defaults
     if client == "consumer":

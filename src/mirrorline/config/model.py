@@ -209,7 +209,10 @@ class FlowConfig:
         """The same role's settings with Java client names, before translation.
 
         For Java clients, such as Spark's Kafka source (`kafka.`-prefixed
-        options). librdkafka-only names are left out.
+        options). librdkafka-only names are left out. Mirrorline's role
+        defaults are included; a caller that hands these to Spark must drop
+        the options Spark manages itself (`auto.offset.reset`,
+        `enable.auto.commit`, serializers, interceptors).
         """
         if self.client_issues:
             raise ConfigError(self.client_issues)

@@ -40,6 +40,16 @@ At the cluster level only `A.K` and `A.consumer.K` (and `producer.`,
 is an error: it cannot say which cluster it is for. A plain setting applies
 only to the client types it belongs to (`linger.ms` to producers).
 
+Defaults, forced values and the engine's batch size
+---------------------------------------------------
+
+Mirrorline's defaults for client roles (`client.id`, consumer `group.id`,
+`auto.offset.reset`, the source consumer's `isolation.level`, producer
+`acks`, the target producer's idempotence) are weaker than any line of the
+file; `enable.auto.commit=false` for consumers is forced. `max.poll.records`
+is a flow setting that may also be written as a source consumer setting
+(`A->B.consumer.max.poll.records`); both forms compete by the rules above.
+
 Ties and old names
 ------------------
 

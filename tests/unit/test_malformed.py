@@ -295,3 +295,14 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "cannot read the configuration file" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_malformed_line_does_not_hide_the_other_errors(tmp_path: Path) -> None:
+    path = tmp_path / "bad.properties"
+    path.write_text(BASE + "A->B.topics = x\\u00\nA->Z.enabled = true\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, environ={})
+    assert [(i.setting, i.origin.line) for i in caught.value.issues if i.origin] == [
+        ("A->B.topics", 5),
+        ("A->Z.enabled", 6),
+    ]

@@ -97,7 +97,7 @@ def check(
 ) -> None:
     """Check FILE and show the effective settings of each flow, or every error.
 
-    Secrets are shown as [hidden]. Exit code 0 when the file can be used,
+    Secret values are never printed. Exit code 0 when the file can be used,
     2 when it has errors.
     """
     try:

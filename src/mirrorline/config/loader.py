@@ -66,11 +66,12 @@ def load_config(
     directory. Raises `ConfigError` listing every problem found.
     """
     file = Path(path)
-    properties = read_properties(file)
+    issues: list[ConfigIssue] = []
+    properties = read_properties(file, issues)
     context = ProviderContext(
         environ=dict(os.environ) if environ is None else environ, base_dir=file.parent
     )
-    return _Loader(str(file), properties, context).load()
+    return _Loader(str(file), properties, context, errors=issues).load()
 
 
 def parse_config(
@@ -81,12 +82,13 @@ def parse_config(
     environ: Mapping[str, str] | None = None,
 ) -> MirrorConfig:
     """Like `load_config`, for properties text; `source` names it in messages."""
-    properties = parse_properties(text, source=source)
+    issues: list[ConfigIssue] = []
+    properties = parse_properties(text, source=source, issues=issues)
     context = ProviderContext(
         environ=dict(os.environ) if environ is None else environ,
         base_dir=Path(base_dir) if base_dir is not None else Path.cwd(),
     )
-    return _Loader(source, properties, context).load()
+    return _Loader(source, properties, context, errors=issues).load()
 
 
 @dataclass

@@ -42,8 +42,11 @@ class Property:
     origin: Origin
 
 
-def read_properties(path: str | Path) -> list[Property]:
-    """Read a properties file; raise `ConfigError` if it cannot be read or parsed."""
+def read_properties(path: str | Path, issues: list[ConfigIssue] | None = None) -> list[Property]:
+    """Read a properties file; see `parse_properties` for `issues`.
+
+    A file that cannot be read always raises `ConfigError`.
+    """
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -57,33 +60,39 @@ def read_properties(path: str | Path) -> list[Property]:
                 )
             ]
         ) from None
-    return parse_properties(_decode(data), source=str(path))
+    return parse_properties(_decode(data), source=str(path), issues=issues)
 
 
-def parse_properties(text: str, *, source: str = "<text>") -> list[Property]:
+def parse_properties(
+    text: str, *, source: str = "<text>", issues: list[ConfigIssue] | None = None
+) -> list[Property]:
     """Parse properties text into entries, in file order, duplicates included.
 
     `source` names the text in origins and messages (usually the file path).
-    Every malformed line is reported, all at once, in one `ConfigError`.
+    Malformed lines are left out and reported: appended to `issues` when a
+    list is given (so a caller can report them with its own findings),
+    otherwise raised all at once in one `ConfigError`.
     """
     entries: list[Property] = []
-    issues: list[ConfigIssue] = []
+    problems: list[ConfigIssue] = []
     for line_no, logical in _logical_lines(text):
         raw_key, raw_value = _split_entry(logical)
         try:
             key = _unescape(raw_key)
         except ValueError as exc:
-            issues.append(_escape_issue(str(exc), Origin(source, line_no)))
+            problems.append(_escape_issue(str(exc), Origin(source, line_no)))
             continue
         origin = Origin(source, line_no, key)
         try:
             value = _unescape(raw_value)
         except ValueError as exc:
-            issues.append(_escape_issue(str(exc), origin))
+            problems.append(_escape_issue(str(exc), origin))
             continue
         entries.append(Property(key, value, origin))
-    if issues:
-        raise ConfigError(issues)
+    if issues is not None:
+        issues.extend(problems)
+    elif problems:
+        raise ConfigError(problems)
     return entries
 
 

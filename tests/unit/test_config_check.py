@@ -121,3 +121,17 @@ def test_warnings_are_shown_and_do_not_fail(runner: CliRunner, tmp_path: Path) -
     assert "Warnings (2)" in result.output
     assert f"{path}:5: offset.storage.topic: ignored" in result.output
     assert f"{path}:6: producer.key.serializer: ignored" in result.output
+
+
+def test_all_explains_flows_whose_clients_cannot_be_used(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "c.properties"
+    path.write_text(
+        "clusters = A, B, C\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
+        "A->B.enabled = true\nC.ssl.truststore.location = /etc/c.jks\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["config", "check", "--all", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "Clients of A->C cannot be used:" in result.output
+    assert f"{path}:5: C.ssl.truststore.location: librdkafka cannot read JKS" in result.output
+    assert "C: no bootstrap servers" in result.output

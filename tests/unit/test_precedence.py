@@ -237,3 +237,22 @@ def test_policy_settings_resolve_per_flow_and_reach_the_policy() -> None:
     ac = config.flow("A", "C")
     assert ac.remote_topic("orders") == "orders"
     assert ac.policy.topic_source("orders") == "A"
+
+
+def test_clients_of_unchecked_clusters_and_flows_refuse_to_hand_out_broken_settings() -> None:
+    from mirrorline.config import ConfigError
+
+    # C takes part in no enabled flow and has no bootstrap servers, so its JKS
+    # truststore is not an error at load time; its clients are unusable though.
+    config = load_without_c("C.ssl.truststore.location = /etc/c.jks\n")
+    with pytest.raises(ConfigError, match="cannot read JKS truststores"):
+        config.clusters["C"].client_settings("admin")
+    with pytest.raises(ConfigError, match="cannot read JKS truststores"):
+        config.flow("A", "C").client_settings("target", "producer")
+    assert config.flow("A", "B").client_settings("target", "producer")["bootstrap.servers"]
+    assert config.to_dict()["clusters"]["C"] == {}
+
+
+def load_without_c(body: str) -> MirrorConfig:
+    header = HEADER.replace("C.bootstrap.servers = c:9092\n", "")
+    return parse_config(header + body, source="p.properties", environ={})

@@ -159,7 +159,7 @@ def _render(config: MirrorConfig, show_all: bool) -> None:
             console.print(_issue_text(warning, "yellow"))
     console.print(Text("\nClusters", style="bold"))
     for alias, cluster in config.clusters.items():
-        admin = cluster.client_settings("admin")
+        admin = cluster.clients["admin"]
         servers = "no bootstrap servers"
         if "bootstrap.servers" in admin:
             servers = _display(admin.setting("bootstrap.servers"))
@@ -168,7 +168,13 @@ def _render(config: MirrorConfig, show_all: bool) -> None:
     for flow in shown:
         console.print()
         console.print(_flow_table(flow))
-        console.print(_clients_table(flow))
+        if flow.client_issues:
+            # Only flows that are neither enabled nor emitting heartbeats get here.
+            console.print(Text(f"Clients of {flow.name} cannot be used:", style="bold yellow"))
+            for issue in flow.client_issues:
+                console.print(_issue_text(issue, "yellow"))
+        else:
+            console.print(_clients_table(flow))
     hidden = [f.name for f in config.flows if f not in shown]
     if hidden:
         console.print(Text(f"\nNot enabled: {', '.join(hidden)} (--all shows them)", style="dim"))

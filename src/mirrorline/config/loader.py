@@ -454,10 +454,10 @@ class _Loader:
         for client in CLIENT_TYPES:
             settings = self._role_settings(alias, alias, alias, None, client)
             clients[client] = ClientSettings(translate(settings, client, issues))
-        cluster = ClusterConfig(alias, clients)
-        if cluster.bootstrap_servers is not None:
+        if clients["admin"].get("bootstrap.servers") is not None:
             self.errors.extend(issues)
-        return cluster
+            return ClusterConfig(alias, clients)
+        return ClusterConfig(alias, clients, tuple(unique_issues(issues)))
 
     # -- checks across settings ---------------------------------------------------
 

@@ -124,15 +124,28 @@ class ClusterConfig:
 
     alias: str
     clients: Mapping[ClientType, ClientSettings]
+    client_issues: tuple[ConfigIssue, ...] = ()
 
     def client_settings(self, client: ClientType) -> ClientSettings:
-        """librdkafka settings for a `consumer`, `producer` or `admin` client of this cluster."""
+        """librdkafka settings for a `consumer`, `producer` or `admin` client of this cluster.
+
+        Raises `ConfigError` if they could not be translated (only possible for
+        a cluster without bootstrap servers, which loading does not check).
+        """
+        if self.client_issues:
+            raise ConfigError(self.client_issues)
         return self.clients[client]
 
     @property
     def bootstrap_servers(self) -> str | None:
         """The cluster's bootstrap servers, if configured."""
         return self.clients["admin"].get("bootstrap.servers")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, redacted."""
+        if self.client_issues:
+            return {}
+        return {c: self.clients[c].to_dict() for c in CLIENT_TYPES}
 
     def __repr__(self) -> str:
         admin = self.clients["admin"]
@@ -315,10 +328,7 @@ class MirrorConfig:
         """A stable JSON-ready form, redacted."""
         return {
             "file": self.file,
-            "clusters": {
-                alias: {c: cluster.client_settings(c).to_dict() for c in CLIENT_TYPES}
-                for alias, cluster in self.clusters.items()
-            },
+            "clusters": {alias: cluster.to_dict() for alias, cluster in self.clusters.items()},
             "flows": [f.to_dict() for f in self.flows],
             "warnings": [w.to_dict() for w in self.warnings],
         }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mirrorline.config.errors import ConfigError
 from mirrorline.config.properties import parse_properties, read_properties
@@ -93,3 +95,36 @@ def test_latin1_file_is_still_read(tmp_path) -> None:
     path = tmp_path / "latin.properties"
     path.write_bytes("name = caf\xe9\n".encode("latin-1"))
     assert read_properties(path)[0].value == "café"
+
+
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
+
+
+def _escape(text: str, *, key: bool) -> str:
+    """Escape like java.util.Properties.store: separators, comments, controls, non-ASCII."""
+    out = []
+    for index, char in enumerate(text):
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char == " " and (key or index == 0):
+            out.append("\\ ")
+        elif char in "=:#!":
+            out.append("\\" + char)
+        elif not " " <= char <= "~":
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+BMP_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0xFFFF), max_size=30
+)
+
+
+@given(pairs=st.lists(st.tuples(BMP_TEXT.filter(bool), BMP_TEXT), max_size=8))
+def test_stored_properties_parse_back_to_the_same_entries(pairs: list[tuple[str, str]]) -> None:
+    text = "".join(f"{_escape(k, key=True)} = {_escape(v, key=False)}\n" for k, v in pairs)
+    parsed = parse_properties(text)
+    assert [(p.key, p.value) for p in parsed] == pairs
+    assert [p.origin.line for p in parsed] == list(range(1, len(pairs) + 1))

@@ -166,7 +166,8 @@ def _render(config: MirrorConfig, show_all: bool) -> None:
         console.print(Text(f"  {alias}: {servers}"))
     shown = config.flows if show_all else enabled
     for flow in shown:
-        console.print()
+        state = "enabled" if flow.enabled else "not enabled"
+        console.print(Text(f"\nFlow {flow.name} ({state})", style="bold"))
         console.print(_flow_table(flow))
         if flow.client_issues:
             # Only flows that are neither enabled nor emitting heartbeats get here.
@@ -174,6 +175,7 @@ def _render(config: MirrorConfig, show_all: bool) -> None:
             for issue in flow.client_issues:
                 console.print(_issue_text(issue, "yellow"))
         else:
+            console.print(Text(f"Clients of {flow.name} (librdkafka settings)", style="bold"))
             console.print(_clients_table(flow))
     hidden = [f.name for f in config.flows if f not in shown]
     if hidden:
@@ -181,8 +183,7 @@ def _render(config: MirrorConfig, show_all: bool) -> None:
 
 
 def _flow_table(flow: FlowConfig) -> Table:
-    state = "enabled" if flow.enabled else "not enabled"
-    table = Table(title=Text(f"Flow {flow.name} ({state})", style="bold"), title_justify="left")
+    table = Table()
     table.add_column("group", style="dim")
     table.add_column("setting", overflow="fold")
     table.add_column("value", overflow="fold")
@@ -206,10 +207,7 @@ _FILTER_CLASSES = {"topic.filter.class", "group.filter.class", "config.property.
 
 
 def _clients_table(flow: FlowConfig) -> Table:
-    table = Table(
-        title=Text(f"Clients of {flow.name} (librdkafka settings)", style="bold"),
-        title_justify="left",
-    )
+    table = Table()
     table.add_column("client", style="dim")
     table.add_column("setting")
     table.add_column("value", overflow="fold")

@@ -43,6 +43,7 @@ CASES = [
     Case("unknown target alias", "A->D.enabled = true\n", "A->D.enabled", "'D' is not a cluster"),
     Case("unknown source alias", "D->A.topics = x\n", "D->A.topics", "'D' is not a cluster alias"),
     Case("self flow", "A->A.enabled = true\n", "A->A.enabled", "from A to itself"),
+    Case("flow without a setting", "A->B = true\n", "A->B", "setting name is missing"),
     Case("malformed flow key", "A-B.enabled = true\n", "A-B.enabled", "'A-B' is not a cluster"),
     Case("bad regex", "A->B.topics = orders, pay[ments\n", "A->B.topics", "not a valid regular"),
     Case(

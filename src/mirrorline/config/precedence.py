@@ -171,6 +171,10 @@ def _flow_key(key: str, aliases: Sequence[str]) -> Placement | KeyProblem:
                     "a flow needs two different clusters",
                 )
             return _within(rest[len(alias) + 1 :], Level.FLOW, None, (source, alias), aliases)
+    if rest in aliases:
+        return KeyProblem(
+            "the setting name is missing", f"write e.g. {source}->{rest}.enabled = true"
+        )
     target = rest.split(".", 1)[0]
     return KeyProblem(
         f"{target!r} is not a cluster alias",
@@ -185,8 +189,15 @@ def _within(
     flow: tuple[str, str] | None,
     aliases: Sequence[str],
 ) -> Placement | KeyProblem:
-    def place(kind: PlacementKind, name: str, **extra: object) -> Placement:
-        return Placement(level, kind, name, cluster, flow, **extra)  # type: ignore[arg-type]
+    def place(
+        kind: PlacementKind,
+        name: str,
+        *,
+        selector: ClientSelector | None = None,
+        legacy: bool = False,
+        note: str = "",
+    ) -> Placement:
+        return Placement(level, kind, name, cluster, flow, selector, legacy, note)
 
     if rest in FLOW_SETTINGS:
         return place("flow", rest)
@@ -209,11 +220,12 @@ def _within(
             return problem
         return place("client", name, selector=selector, note=_wrong_type_note(selector, name))
     if is_client_setting(rest):
-        if level == Level.FLOW:
+        if flow is not None:
+            prefix = f"{flow[0]}->{flow[1]}"
             return KeyProblem(
                 "a client setting at the flow level must say which clients it is for",
-                f"write e.g. {flow[0]}->{flow[1]}.source.cluster.{rest}, "  # type: ignore[index]
-                f"...target.cluster.{rest} or ...consumer.{rest}",
+                f"write e.g. {prefix}.source.cluster.{rest}, {prefix}.target.cluster.{rest} "
+                f"or {prefix}.consumer.{rest}",
             )
         return place("client", rest, selector=ClientSelector())
     if rest.startswith(("ssl.", "sasl.")):

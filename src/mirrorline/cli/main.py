@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from mirrorline import __version__
+from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
+from mirrorline.cli.driver_cmd import driver
 
 app = typer.Typer(
     name="mirrorline",
@@ -15,6 +17,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("driver")(driver)
+app.add_typer(config_app, name="config")
 app.add_typer(dev_app, name="dev")
 app.command("demo")(demo)
 

@@ -1,0 +1,363 @@
+"""The flow settings Mirrorline understands, with MirrorMaker 2's names and defaults.
+
+A *flow setting* configures one replication flow (`source->target`) as a
+whole, as opposed to the Kafka client settings of its consumers, producers and
+admin clients (see `clients`). Each one is resolved per flow with the
+precedence rules of `precedence`, then parsed with its parser here.
+
+Defaults are MM2's (checked against Apache Kafka's `MirrorSourceConfig`,
+`MirrorCheckpointConfig`, `MirrorHeartbeatConfig`, `MirrorConnectorConfig`,
+`DefaultTopicFilter`, `DefaultGroupFilter`, `DefaultConfigPropertyFilter`,
+Connect's `ConnectorConfig` and `DistributedConfig`). Settings that only
+Mirrorline has are marked as such in their documentation.
+
+`IGNORED` lists settings that make sense to MM2's Kafka Connect runtime but
+not to Mirrorline: they are accepted with a warning, so an MM2 file loads
+unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mirrorline.config.start_position import parse_start_position
+from mirrorline.config.values import (
+    parse_bool,
+    parse_choice,
+    parse_int,
+    parse_patterns,
+    parse_positive_seconds,
+    parse_replication_factor,
+    parse_topic_name,
+)
+from mirrorline.filters import (
+    DEFAULT_CONFIG_PROPERTIES_EXCLUDE,
+    DEFAULT_GROUPS_EXCLUDE,
+    DEFAULT_TOPICS_EXCLUDE,
+)
+
+__all__ = [
+    "FLOW_SETTINGS",
+    "IGNORED",
+    "IGNORED_PREFIXES",
+    "INTERVAL_LOOPS",
+    "LEGACY_NAMES",
+    "SettingSpec",
+    "ignored_reason",
+]
+
+DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """A flow setting: its name, default (as text), parser and meaning."""
+
+    name: str
+    default: str
+    parse: Callable[[str], object]
+    doc: str
+
+
+def _filter_class(default: str, kind: str, instead: str) -> Callable[[str], str]:
+    accepted = {default, default.rsplit(".", 1)[-1]}
+
+    def parse(text: str) -> str:
+        name = text.strip()
+        if name not in accepted:
+            raise ValueError(f"custom {kind} classes are not supported; use {instead} instead")
+        return default
+
+    return parse
+
+
+def _not_blank(text: str) -> str:
+    name = text.strip()
+    if not name:
+        raise ValueError("must not be blank")
+    return name
+
+
+def _join(entries: tuple[str, ...]) -> str:
+    return ", ".join(entries)
+
+
+_SPECS = [
+    SettingSpec(
+        "enabled", "false", parse_bool, "Whether the flow replicates (MM2: `A->B.enabled`)."
+    ),
+    SettingSpec("topics", ".*", parse_patterns, "Topics to replicate: names or regexes."),
+    SettingSpec(
+        "topics.exclude",
+        _join(DEFAULT_TOPICS_EXCLUDE),
+        parse_patterns,
+        "Topics never to replicate; replaces the default list when set.",
+    ),
+    SettingSpec("groups", ".*", parse_patterns, "Consumer groups to checkpoint."),
+    SettingSpec(
+        "groups.exclude",
+        _join(DEFAULT_GROUPS_EXCLUDE),
+        parse_patterns,
+        "Consumer groups never to checkpoint; replaces the default list when set.",
+    ),
+    SettingSpec(
+        "config.properties.exclude",
+        _join(DEFAULT_CONFIG_PROPERTIES_EXCLUDE),
+        parse_patterns,
+        "Topic-config properties never copied; replaces the default list when set.",
+    ),
+    SettingSpec(
+        "use.defaults.from",
+        "target",
+        parse_choice(("target", "source")),
+        "Whose defaults apply to topic configs left at their default on the source.",
+    ),
+    SettingSpec(
+        "topic.filter.class",
+        "org.apache.kafka.connect.mirror.DefaultTopicFilter",
+        _filter_class(
+            "org.apache.kafka.connect.mirror.DefaultTopicFilter",
+            "topic filter",
+            "topics and topics.exclude",
+        ),
+        "Only MM2's default topic filter is supported.",
+    ),
+    SettingSpec(
+        "group.filter.class",
+        "org.apache.kafka.connect.mirror.DefaultGroupFilter",
+        _filter_class(
+            "org.apache.kafka.connect.mirror.DefaultGroupFilter",
+            "group filter",
+            "groups and groups.exclude",
+        ),
+        "Only MM2's default group filter is supported.",
+    ),
+    SettingSpec(
+        "config.property.filter.class",
+        "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
+        _filter_class(
+            "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
+            "config property filter",
+            "config.properties.exclude",
+        ),
+        "Only MM2's default config property filter is supported.",
+    ),
+    SettingSpec(
+        "tasks.max",
+        "1",
+        lambda t: parse_int(t, minimum=1),
+        "Parallelism of the flow (Connect tasks in MM2; Spark partitions per batch here).",
+    ),
+    SettingSpec(
+        "replication.factor",
+        "2",
+        parse_replication_factor,
+        "Replication factor of remote topics Mirrorline creates; -1 for the broker default.",
+    ),
+    SettingSpec(
+        "offset.lag.max",
+        "100",
+        lambda t: parse_int(t, minimum=0),
+        "Emit an offset sync at least every this many records per partition.",
+    ),
+    SettingSpec(
+        "offset-syncs.topic.location",
+        "source",
+        parse_choice(("source", "target")),
+        "Cluster holding the flow's offset-syncs topic.",
+    ),
+    SettingSpec(
+        "offset-syncs.topic.replication.factor",
+        "3",
+        parse_replication_factor,
+        "Replication factor of the offset-syncs topic.",
+    ),
+    SettingSpec(
+        "checkpoints.topic.replication.factor",
+        "3",
+        parse_replication_factor,
+        "Replication factor of the checkpoints topic.",
+    ),
+    SettingSpec(
+        "heartbeats.topic.replication.factor",
+        "3",
+        parse_replication_factor,
+        "Replication factor of the heartbeats topic.",
+    ),
+    SettingSpec("emit.offset-syncs.enabled", "true", parse_bool, "Whether to emit offset syncs."),
+    SettingSpec("refresh.topics.enabled", "true", parse_bool, "Whether to look for new topics."),
+    SettingSpec("refresh.topics.interval.seconds", "600", parse_positive_seconds, "How often."),
+    SettingSpec("refresh.groups.enabled", "true", parse_bool, "Whether to look for new groups."),
+    SettingSpec("refresh.groups.interval.seconds", "600", parse_positive_seconds, "How often."),
+    SettingSpec("sync.topic.configs.enabled", "true", parse_bool, "Whether to copy topic configs."),
+    SettingSpec("sync.topic.configs.interval.seconds", "600", parse_positive_seconds, "How often."),
+    SettingSpec("sync.topic.acls.enabled", "true", parse_bool, "Whether to copy topic ACLs."),
+    SettingSpec("sync.topic.acls.interval.seconds", "600", parse_positive_seconds, "How often."),
+    SettingSpec(
+        "emit.checkpoints.enabled", "true", parse_bool, "Whether to emit consumer checkpoints."
+    ),
+    SettingSpec("emit.checkpoints.interval.seconds", "60", parse_positive_seconds, "How often."),
+    SettingSpec(
+        "emit.heartbeats.enabled", "true", parse_bool, "Whether to emit heartbeats to the target."
+    ),
+    SettingSpec("emit.heartbeats.interval.seconds", "1", parse_positive_seconds, "How often."),
+    SettingSpec(
+        "sync.group.offsets.enabled",
+        "false",
+        parse_bool,
+        "Whether to commit translated offsets to idle groups on the target.",
+    ),
+    SettingSpec("sync.group.offsets.interval.seconds", "60", parse_positive_seconds, "How often."),
+    SettingSpec(
+        "heartbeats.replication.enabled",
+        "true",
+        parse_bool,
+        "Whether heartbeats topics are replicated even when the topic filter leaves them out.",
+    ),
+    SettingSpec(
+        "exactly.once.source.support",
+        "disabled",
+        parse_choice(("disabled", "enabled", "preparing")),
+        "Write records and progress in Kafka transactions (`enabled`).",
+    ),
+    SettingSpec(
+        "replication.policy.class",
+        DEFAULT_POLICY_CLASS,
+        _not_blank,
+        "Naming policy: MM2's Java class names or a Python `package.module:Class`.",
+    ),
+    SettingSpec(
+        "replication.policy.separator",
+        ".",
+        lambda t: t.strip(),
+        "Separator between source alias and topic in remote topic names.",
+    ),
+    SettingSpec(
+        "replication.policy.internal.topic.separator.enabled",
+        "true",
+        parse_bool,
+        "Whether internal topic names use the custom separator too.",
+    ),
+    SettingSpec(
+        "admin.timeout.ms",
+        "60000",
+        lambda t: parse_int(t, minimum=1),
+        "Timeout of administrative calls such as listing topics.",
+    ),
+    SettingSpec(
+        "consumer.poll.timeout.ms",
+        "1000",
+        lambda t: parse_int(t, minimum=1),
+        "Longest wait of one poll of the control-loop consumers.",
+    ),
+    SettingSpec(
+        "start.position",
+        "earliest",
+        parse_start_position,
+        "Mirrorline: where a new flow starts (earliest, latest, time, or explicit offsets).",
+    ),
+    SettingSpec(
+        "errors.tolerance",
+        "none",
+        parse_choice(("none", "all")),
+        "Mirrorline: `none` stops the flow on a record it cannot write; `all` skips it.",
+    ),
+    SettingSpec(
+        "errors.deadletterqueue.topic.name",
+        "",
+        parse_topic_name,
+        "Mirrorline: with errors.tolerance=all, topic on the target for records not written.",
+    ),
+    SettingSpec(
+        "max.poll.records",
+        "500",
+        lambda t: parse_int(t, minimum=1),
+        "Mirrorline: most records read per source partition in one batch.",
+    ),
+]
+
+#: Every flow setting, by name.
+FLOW_SETTINGS: dict[str, SettingSpec] = {spec.name: spec for spec in _SPECS}
+
+#: Names MM2 used to accept, and the setting they stand for.
+LEGACY_NAMES: dict[str, str] = {
+    "topics.blacklist": "topics.exclude",
+    "groups.blacklist": "groups.exclude",
+    "config.properties.blacklist": "config.properties.exclude",
+}
+
+#: Control loops with an `<loop>.enabled` flag and an `<loop>.interval.seconds`.
+INTERVAL_LOOPS: tuple[str, ...] = (
+    "refresh.topics",
+    "refresh.groups",
+    "sync.topic.configs",
+    "sync.topic.acls",
+    "emit.checkpoints",
+    "emit.heartbeats",
+    "sync.group.offsets",
+)
+
+_CONNECT = "a Kafka Connect runtime setting of MM2; Mirrorline does not run Connect"
+
+#: Settings accepted and ignored, with the reason shown in the warning.
+IGNORED: dict[str, str] = {
+    "config.providers": "config providers env, file and directory are always available",
+    "dedicated.mode.enable.internal.rest": _CONNECT,
+    "name": "a Kafka Connect connector setting; Mirrorline names flows SOURCE->TARGET",
+    "connector.class": "a Kafka Connect connector setting; Mirrorline has no connectors",
+    "source.cluster.alias": "aliases come from `clusters` and the flow's SOURCE->TARGET prefix",
+    "target.cluster.alias": "aliases come from `clusters` and the flow's SOURCE->TARGET prefix",
+    "group.id": _CONNECT + " (set consumer.group.id for consumers)",
+    "plugin.path": _CONNECT,
+    "plugin.discovery": _CONNECT,
+    "listeners": _CONNECT,
+    "scheduled.rebalance.max.delay.ms": _CONNECT,
+    "connect.protocol": _CONNECT,
+    "offset.flush.timeout.ms": _CONNECT,
+    "offset.flush.interval.ms": _CONNECT,
+    "heartbeat.interval.ms": _CONNECT + " (set consumer.heartbeat.interval.ms for consumers)",
+    "session.timeout.ms": _CONNECT + " (set consumer.session.timeout.ms for consumers)",
+    "rebalance.timeout.ms": _CONNECT,
+    "metric.reporters": "Mirrorline reports metrics itself (REST, Prometheus)",
+    "transaction.boundary": "Mirrorline decides transaction boundaries in exactly-once mode",
+    "transaction.boundary.interval.ms": "Mirrorline decides transaction boundaries",
+    "exactly.once.support": "use exactly.once.source.support",
+    "forwarding.admin.class": "Mirrorline uses its own admin client",
+    "errors.retry.timeout": "Mirrorline retries writes through the producer's own settings",
+    "errors.retry.delay.max.ms": "Mirrorline retries writes through the producer's own settings",
+    "errors.log.enable": "Mirrorline always logs records it cannot write",
+    "errors.log.include.messages": "Mirrorline never logs record contents",
+    "connect.start.task.timeout.ms": _CONNECT,
+    "disable.source.topic.auto.creation": "Mirrorline never creates topics on the source",
+    "copy.source.offset.in.header.enabled": "Mirrorline always records provenance in headers",
+}
+
+#: Prefixes of settings accepted and ignored, with the reason shown in the warning.
+IGNORED_PREFIXES: dict[str, str] = {
+    "config.providers.": "config providers env, file and directory are always available",
+    "offset.storage.": _CONNECT,
+    "config.storage.": _CONNECT,
+    "status.storage.": _CONNECT,
+    "key.converter": _CONNECT,
+    "value.converter": _CONNECT,
+    "header.converter": _CONNECT,
+    "task.": _CONNECT,
+    "worker.": _CONNECT,
+    "rest.": _CONNECT,
+    "admin.listeners": _CONNECT,
+    "listeners.": _CONNECT,
+    "metrics.": "Mirrorline reports metrics itself (REST, Prometheus)",
+    "mm.": "a Streams Replication Manager service setting",
+    "tasks.max.": _CONNECT,
+}
+
+
+def ignored_reason(name: str) -> str | None:
+    """Why a setting is ignored, or None if Mirrorline does not ignore it."""
+    if name in IGNORED:
+        return IGNORED[name]
+    for prefix, reason in IGNORED_PREFIXES.items():
+        if name.startswith(prefix):
+            return reason
+    return None

@@ -1,0 +1,137 @@
+"""`mirrorline config check` on the example a user would write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from mirrorline.cli.main import app
+from mirrorline.config.loader import load_config
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "three-clusters.properties"
+PASSWORD = "Eu-Centr4l-Pa55word"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def check(runner: CliRunner, *args: str) -> tuple[int, str]:
+    result = runner.invoke(
+        app, ["config", "check", *args, str(EXAMPLE)], env={"EU_CENTRAL_PASSWORD": PASSWORD}
+    )
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def test_example_loads_with_the_expected_effective_values() -> None:
+    config = load_config(EXAMPLE, environ={"EU_CENTRAL_PASSWORD": PASSWORD})
+    assert list(config.clusters) == ["us-west", "us-east", "eu-central"]
+    assert [f.name for f in config.enabled_flows()] == ["us-west->us-east", "us-west->eu-central"]
+    dr = config.flow("us-west", "us-east")
+    assert dr.topic_filter.matches("orders-2024") and not dr.topic_filter.matches("clickstream")
+    assert dr.value("sync.group.offsets.enabled") is True
+    assert dr.value("tasks.max") == 4
+    assert dr.value("max.poll.records") == 500
+    analytics = config.flow("us-west", "eu-central")
+    assert analytics.value("max.poll.records") == 2000
+    assert analytics.start_position.kind == "latest"
+    assert analytics.group_filter.matches("analytics-daily")
+    assert not analytics.group_filter.matches("billing")
+    producer = analytics.client_settings("target", "producer")
+    assert producer["compression.type"] == "zstd"
+    assert producer["security.protocol"] == "SASL_SSL"
+    assert producer["sasl.mechanisms"] == "SCRAM-SHA-512"
+    assert producer["sasl.username"] == "mirrorline"
+    assert producer["sasl.password"] == PASSWORD
+    assert producer["ssl.ca.location"] == "/etc/mirrorline/eu-central-ca.pem"
+    source = analytics.client_settings("source", "consumer")
+    assert source["fetch.min.bytes"] == "1048576"
+    assert "fetch.min.bytes" not in analytics.client_settings("target", "consumer")
+    assert "sasl.username" not in source
+    assert config.warnings == ()
+
+
+def test_config_check_shows_flows_values_and_origins(runner: CliRunner) -> None:
+    code, output = check(runner)
+    assert code == 0
+    assert "3 clusters, 2 of 6 flows enabled" in output
+    assert "Flow us-west->us-east (enabled)" in output
+    assert "Flow us-west->eu-central (enabled)" in output
+    assert "Not enabled: us-east->us-west" in output
+    assert "orders.*, payments, customers" in output
+    assert "three-clusters.properties:27 us-west->us-east.topics" in output
+    assert "three-clusters.properties:34 us-west->eu-central.consumer.max.poll.records" in output
+    assert "SCRAM-SHA-512" in output
+    assert "set by Mirrorline" in output
+    assert "default" in output
+
+
+def test_config_check_redacts_secrets(runner: CliRunner) -> None:
+    code, output = check(runner)
+    assert code == 0
+    assert "[hidden]" in output
+    assert PASSWORD not in output
+    assert "ScramLoginModule" not in output
+
+
+def test_config_check_json_is_stable_and_redacted(runner: CliRunner) -> None:
+    code, output = check(runner, "--json")
+    assert code == 0
+    assert PASSWORD not in output
+    document = json.loads(output)
+    assert document["ok"] is True
+    assert list(document) == ["ok", "file", "clusters", "flows", "warnings"]
+    flows = {f["name"]: f for f in document["flows"]}
+    analytics = flows["us-west->eu-central"]
+    assert analytics["enabled"] is True
+    assert analytics["settings"]["max.poll.records"] == {
+        "value": 2000,
+        "origin": f"{EXAMPLE}:34",
+        "key": "us-west->eu-central.consumer.max.poll.records",
+    }
+    assert analytics["settings"]["topics"]["value"] == ["orders.*", "clickstream.*"]
+    producer = analytics["clients"]["target.producer"]
+    assert producer["sasl.password"]["value"] == "[hidden]"
+    assert producer["sasl.mechanisms"]["value"] == "SCRAM-SHA-512"
+    assert flows["us-east->us-west"]["enabled"] is False
+    again = check(runner, "--json")[1]
+    assert again == output
+
+
+def test_all_shows_disabled_flows(runner: CliRunner) -> None:
+    code, output = check(runner, "--all")
+    assert code == 0
+    assert "Flow eu-central->us-east (not enabled)" in output
+
+
+def test_warnings_are_shown_and_do_not_fail(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "warn.properties"
+    path.write_text(
+        "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
+        "A->B.enabled = true\noffset.storage.topic = mm2-offsets\nproducer.key.serializer = x\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["config", "check", str(path)])
+    assert result.exit_code == 0
+    assert "Warnings (2)" in result.output
+    assert f"{path}:5: offset.storage.topic: ignored" in result.output
+    assert f"{path}:6: producer.key.serializer: ignored" in result.output
+
+
+def test_all_explains_flows_whose_clients_cannot_be_used(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "c.properties"
+    path.write_text(
+        "clusters = A, B, C\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
+        "A->B.enabled = true\nC.ssl.truststore.location = /etc/c.jks\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["config", "check", "--all", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "Clients of A->C cannot be used:" in result.output
+    assert f"{path}:5: C.ssl.truststore.location: librdkafka cannot read JKS" in result.output
+    assert "C: no bootstrap servers" in result.output

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mirrorline.config import load_config
-
 from mirrorline.driver import Driver, select_flows
 
 

@@ -300,9 +300,7 @@ class FlowRunner:
             resolved = self._resolve_start(fresh)
             self.progress.save({tp: offset for tp, offset in resolved.items() if offset >= 0})
             self._next_offsets.update(resolved)
-        return {
-            t: {str(p): self._next_offsets[(t, p)] for p in range(n)} for t, n in ready.items()
-        }
+        return {t: {str(p): self._next_offsets[(t, p)] for p in range(n)} for t, n in ready.items()}
 
     def _resolve_start(self, partitions: list[SourcePartition]) -> dict[SourcePartition, int]:
         position = self.flow.start_position

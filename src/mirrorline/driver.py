@@ -47,9 +47,7 @@ def select_flows(config: MirrorConfig, target_clusters: Iterable[str] | None) ->
 class Driver:
     def __init__(self, flows: list[FlowConfig], spark, work_dir: Path) -> None:
         self.flows = flows
-        self._spark = spark
-        self._work_dir = work_dir
-        self.runners: list[FlowRunner] = []
+        self.runners = [FlowRunner(flow, spark, work_dir) for flow in flows]
 
     def run(
         self,
@@ -57,7 +55,6 @@ class Driver:
         on_tick: Callable[[list[FlowStatus]], None] | None = None,
     ) -> None:
         """Replicate until `stop` is set, then stop every flow between batches."""
-        self.runners = [FlowRunner(flow, self._spark, self._work_dir) for flow in self.flows]
         try:
             while True:
                 for runner in self.runners:

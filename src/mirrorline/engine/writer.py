@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from mirrorline.engine.sync_points import sync_points
 
@@ -169,12 +169,33 @@ def _produce_batch(producer, batch: pa.RecordBatch, spec: WriteSpec, logs, on_de
                 # Local queue full: let deliveries drain, then retry this record.
                 producer.poll(0.05)
             except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == KafkaError._UNKNOWN_PARTITION and _refresh_metadata(
+                    producer, spec.remote_topics[topic], partition
+                ):
+                    continue  # the partition was added after this producer's last look
                 raise DeliveryFailed(
                     f"flow {spec.flow}: cannot write {topic}[{partition}] offset {offsets[i]} "
-                    f"to {spec.remote_topics[topic]}: {exc.args[0].str()}"
+                    f"to {spec.remote_topics[topic]}: {error.str()}"
                 ) from None
         if i % 1000 == 0:
             producer.poll(0)
+
+
+def _refresh_metadata(producer: Producer, topic: str, partition: int, wait_s: float = 30.0) -> bool:
+    """Ask the cluster again until `partition` of `topic` is known; False at the deadline.
+
+    A producer reused across batches learns of new partitions only at its next
+    periodic metadata refresh; the driver adds partitions on the target before
+    assigning them, so they exist and a fresh look finds them.
+    """
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        meta = producer.list_topics(topic, timeout=5).topics.get(topic)
+        if meta is not None and partition in meta.partitions:
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _summary(logs: Mapping[tuple[str, int], _PartitionLog], lag_max: int) -> pa.RecordBatch:

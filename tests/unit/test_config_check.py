@@ -36,7 +36,7 @@ def test_example_loads_with_the_expected_effective_values() -> None:
     assert dr.topic_filter.matches("orders-2024") and not dr.topic_filter.matches("clickstream")
     assert dr.value("sync.group.offsets.enabled") is True
     assert dr.value("tasks.max") == 4
-    assert dr.value("max.poll.records") == 500
+    assert dr.value("max.poll.records") == 20000
     analytics = config.flow("us-west", "eu-central")
     assert analytics.value("max.poll.records") == 2000
     assert analytics.start_position.kind == "latest"

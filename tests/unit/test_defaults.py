@@ -66,7 +66,7 @@ MM2_DEFAULTS = {
     "consumer.poll.timeout.ms": 1000,
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
-    "max.poll.records": 500,
+    "max.poll.records": 20000,
 }
 
 

@@ -54,18 +54,35 @@ class Driver:
         stop: threading.Event,
         on_tick: Callable[[list[FlowStatus]], None] | None = None,
     ) -> None:
-        """Replicate until `stop` is set, then stop every flow between batches."""
+        """Replicate until `stop` is set, then stop every flow between batches.
+
+        Each flow's control loops run on a thread of their own, so a flow waiting
+        on an unreachable cluster never delays the others.
+        """
+        threads = [
+            threading.Thread(
+                target=self._run_flow, args=(runner, stop), name=f"flow {runner.flow.name}"
+            )
+            for runner in self.runners
+        ]
+        for thread in threads:
+            thread.start()
         try:
-            while True:
-                for runner in self.runners:
-                    self._guarded(runner, runner.tick)
+            while not stop.wait(TICK_S):
                 if on_tick is not None:
                     on_tick(self.statuses())
-                if stop.wait(TICK_S):
-                    break
         finally:
-            for runner in self.runners:
-                self._guarded(runner, runner.stop)
+            stop.set()
+            for thread in threads:
+                thread.join()
+
+    def _run_flow(self, runner: FlowRunner, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                self._guarded(runner, runner.tick)
+                stop.wait(TICK_S)
+        finally:
+            self._guarded(runner, runner.stop)
 
     def statuses(self) -> list[FlowStatus]:
         return [runner.status() for runner in self.runners]

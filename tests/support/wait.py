@@ -28,3 +28,13 @@ def wait_until(
                 f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})"
             )
         time.sleep(interval)
+
+
+def assert_stays(condition: Callable[[], T], *, seconds: float, what: str) -> None:
+    """Check that `condition` keeps holding for `seconds` (a stability check, not a wait)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = condition()
+        if not result:
+            raise AssertionError(f"{what} stopped holding (got {result!r})")
+        time.sleep(0.5)

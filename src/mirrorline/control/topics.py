@@ -33,7 +33,8 @@ from confluent_kafka.admin import (
 
 from mirrorline.config.model import FlowConfig
 
-_TIMEOUT_S = 30.0
+# Short enough that an unreachable cluster delays only this flow's loop, briefly.
+_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,12 @@ class TopicManager:
     def problems(self) -> list[TopicProblem]:
         with self._lock:
             return [*self._structure_problems.values(), *self._config_problems.values()]
+
+    def source_cluster_id(self) -> str:
+        return self._source.list_topics(timeout=_TIMEOUT_S).cluster_id
+
+    def target_cluster_id(self) -> str:
+        return self._target.list_topics(timeout=_TIMEOUT_S).cluster_id
 
     # -- loops -----------------------------------------------------------------------
 

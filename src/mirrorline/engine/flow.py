@@ -34,6 +34,7 @@ from mirrorline.config.model import FlowConfig
 from mirrorline.control.topics import TopicManager
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import ProgressStore, SourcePartition
+from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.writer import RESULT_DDL, WriteSpec, write_batches
 from mirrorline.formats import OffsetSync
 
@@ -147,6 +148,7 @@ class FlowRunner:
         self._refresh = _Due(_seconds(flow.interval("refresh.topics")))
         self._config_sync = _Due(_seconds(flow.interval("sync.topic.configs")))
         self._prepared = False
+        self._provenance: Provenance | None = None
         self._retry_at: float | None = None
         self._failures = 0
 
@@ -168,6 +170,7 @@ class FlowRunner:
                 self.progress.ensure_topic()
                 self.syncs.ensure_topic()
                 self._next_offsets = self.progress.load()
+                self._provenance = self._provenance_for_policy()
                 self._prepared = True
             if self._refresh.take(now):
                 self._guard("topic refresh", self.topics.refresh)
@@ -221,6 +224,7 @@ class FlowRunner:
             producer_settings=dict(self.flow.client_settings("target", "producer")),
             remote_topics={t: self.flow.remote_topic(t) for t in ready},
             offset_lag_max=int(self.flow.value("offset.lag.max")),
+            provenance=self._provenance,
         )
         reader = self._spark.readStream.format("kafka")
         for key, value in self.flow.java_client_settings("source", "consumer").items():
@@ -267,7 +271,7 @@ class FlowRunner:
         advanced: dict[SourcePartition, int] = {}
         for r in rows:
             key = (r.topic, r.partition)
-            advanced[key] = max(advanced.get(key, 0), r.last_offset + 1)
+            advanced[key] = max(advanced.get(key, 0), r.next_offset)
         self.progress.save(advanced)
         stats = BatchStats(
             batch_id=batch_id,
@@ -340,6 +344,15 @@ class FlowRunner:
             }
         finally:
             consumer.close()
+
+    def _provenance_for_policy(self) -> Provenance | None:
+        """Provenance headers, for policies whose topic names cannot reveal loops."""
+        if self.flow.policy.detects_cycles_by_name:
+            return None
+        return Provenance(
+            source_cluster_id=self.topics.source_cluster_id(),
+            target_cluster_id=self.topics.target_cluster_id(),
+        )
 
     def _check_query(self) -> None:
         """Raise the reason if the query died (the caller schedules the retry)."""

@@ -75,5 +75,5 @@ class OffsetSyncPublisher:
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.flush(10)
+            self._producer.flush(5)
             self._producer = None

@@ -131,7 +131,7 @@ class ProgressStore:
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.flush(10)
+            self._producer.flush(5)
             self._producer = None
 
     def _producer_instance(self) -> Producer:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.sync_points import sync_points
 
 # Settings that exactness and ordering depend on; user settings cannot weaken them.
@@ -41,6 +42,8 @@ RESULT_SCHEMA = pa.schema(
         ("topic", pa.string()),
         ("partition", pa.int32()),
         ("records", pa.int64()),
+        ("filtered", pa.int64()),
+        ("next_offset", pa.int64()),
         ("bytes", pa.int64()),
         ("first_offset", pa.int64()),
         ("last_offset", pa.int64()),
@@ -56,7 +59,8 @@ RESULT_SCHEMA = pa.schema(
 )
 # The same schema as a Spark DDL string, for `mapInArrow`.
 RESULT_DDL = (
-    "topic string, partition int, records bigint, bytes bigint, first_offset bigint, "
+    "topic string, partition int, records bigint, filtered bigint, next_offset bigint, "
+    "bytes bigint, first_offset bigint, "
     "last_offset bigint, first_target_offset bigint, last_target_offset bigint, "
     "min_timestamp bigint, max_age_ms bigint, "
     "syncs array<struct<upstream: bigint, downstream: bigint>>"
@@ -75,6 +79,8 @@ class WriteSpec:
     producer_settings: Mapping[str, object]
     remote_topics: Mapping[str, str]  # source topic -> topic on the target
     offset_lag_max: int
+    # Set for policies that cannot see loops from topic names (see `provenance`).
+    provenance: Provenance | None = None
     flush_timeout_s: float = 300.0
 
 
@@ -82,6 +88,8 @@ class WriteSpec:
 class _PartitionLog:
     """What one task wrote for one source partition."""
 
+    next_offset: int = 0  # after the last record seen, written or filtered
+    filtered: int = 0  # records not written because they have been in the target before
     source_offsets: list[int] = field(default_factory=list)
     target_offsets: list[int] = field(default_factory=list)
     bytes: int = 0
@@ -145,10 +153,14 @@ def _produce_batch(producer, batch: pa.RecordBatch, spec: WriteSpec, logs, on_de
         log = logs.get((topic, partition))
         if log is None:
             log = logs[(topic, partition)] = _PartitionLog()
-        record_headers = headers[i] if headers is not None else None
-        kwargs = {}
-        if record_headers:
-            kwargs["headers"] = [(h["key"], h["value"]) for h in record_headers]
+        log.next_offset = offsets[i] + 1
+        record_headers = [(h["key"], h["value"]) for h in (headers[i] or ())] if headers else []
+        if spec.provenance is not None:
+            if spec.provenance.has_been_in_target(record_headers, spec.remote_topics[topic]):
+                log.filtered += 1
+                continue
+            record_headers.append(spec.provenance.mark(topic))
+        kwargs = {"headers": record_headers} if record_headers else {}
         log.source_offsets.append(offsets[i])
         log.bytes += sizes[i]
         if log.min_timestamp is None or timestamps[i] < log.min_timestamp:
@@ -203,16 +215,19 @@ def _summary(logs: Mapping[tuple[str, int], _PartitionLog], lag_max: int) -> pa.
     rows = []
     for (topic, partition), log in sorted(logs.items()):
         syncs = sync_points(log.source_offsets, log.target_offsets, lag_max)
+        written = bool(log.source_offsets)
         rows.append(
             {
                 "topic": topic,
                 "partition": partition,
                 "records": len(log.source_offsets),
+                "filtered": log.filtered,
+                "next_offset": log.next_offset,
                 "bytes": log.bytes,
-                "first_offset": log.source_offsets[0],
-                "last_offset": log.source_offsets[-1],
-                "first_target_offset": log.target_offsets[0],
-                "last_target_offset": log.target_offsets[-1],
+                "first_offset": log.source_offsets[0] if written else None,
+                "last_offset": log.source_offsets[-1] if written else None,
+                "first_target_offset": log.target_offsets[0] if written else None,
+                "last_target_offset": log.target_offsets[-1] if written else None,
                 "min_timestamp": log.min_timestamp,
                 "max_age_ms": max(0, now - (log.min_timestamp or now)),
                 "syncs": [{"upstream": u, "downstream": d} for u, d in syncs],

@@ -71,6 +71,10 @@ class TopicManager:
         with self._lock:
             return [*self._structure_problems.values(), *self._config_problems.values()]
 
+    def close(self) -> None:
+        """Release the admin clients (librdkafka handles and their connections)."""
+        self._source = self._target = None
+
     def source_cluster_id(self) -> str:
         return self._source.list_topics(timeout=_TIMEOUT_S).cluster_id
 

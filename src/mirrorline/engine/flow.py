@@ -190,6 +190,7 @@ class FlowRunner:
         self._stop_query()
         self.progress.close()
         self.syncs.close()
+        self.topics.close()
         self._set_state("stopped", "stopped by the operator")
 
     def status(self) -> FlowStatus:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -104,7 +105,23 @@ def test_brokers_die_with_their_owner_even_on_sigkill(tmp_path):
             os.kill(pid, signal.SIGKILL)
 
 
-def test_demo_stops_everything_on_ctrl_c(tmp_path):
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes (any program) whose command line contains `text`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_demo_replicates_both_ways_and_stops_everything_on_ctrl_c(tmp_path):
     directory = tmp_path / "demo"
     demo = subprocess.Popen(
         [*MIRRORLINE, "demo", "--dir", str(directory), "--rate", "100"],
@@ -115,15 +132,18 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path):
     lines: list[str] = []
     try:
 
-        def traffic_arrived() -> bool:
+        def replicated_both_ways() -> bool:
             line = demo.stdout.readline()
             lines.append(line)
-            return "arrived" in line and not line.rstrip().endswith("arrived 0")
+            there = re.search(r"west/east\.orders (\d+)", line)
+            back = re.search(r"east/west\.payments (\d+)", line)
+            return bool(there and back and int(there[1]) > 0 and int(back[1]) > 0)
 
-        wait_until(traffic_arrived, timeout=120, what="demo traffic to arrive", interval=0)
-        assert len(_java_processes_using(directory)) == 2
+        wait_until(replicated_both_ways, timeout=180, what="demo records replicated", interval=0)
+        assert len(_java_processes_using(directory)) == 2  # the brokers
+        assert _processes_mentioning(str(directory / "mirrorline.properties")), "no driver"
         demo.send_signal(signal.SIGINT)
-        rest, _ = demo.communicate(timeout=60)
+        rest, _ = demo.communicate(timeout=120)
         lines.append(rest)
     finally:
         if demo.poll() is None:
@@ -132,3 +152,4 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path):
     assert demo.returncode == 0, output
     assert "stopping east" in output and "stopping west" in output
     assert _java_processes_using(directory) == []
+    assert _processes_mentioning(str(directory)) == [], "the driver outlived the demo"

@@ -1,178 +1,236 @@
-"""`mirrorline demo`: local clusters with live traffic, stopped cleanly by Ctrl-C.
+"""`mirrorline demo`: two local clusters replicating both ways, live, until Ctrl-C.
 
-Starts two dev clusters (east, west), creates a topic on east, produces a steady
-stream of keyed records with headers into it and shows them arriving at a reader,
-per partition, until interrupted or `--duration` passes. Everything it started is
-stopped on the way out.
+Starts two dev clusters (east, west), writes a configuration enabling east->west
+and west->east, runs `mirrorline driver` on it, produces a steady stream into
+`orders` on east and `payments` on west, and shows each topic and its remote copy
+filling up. Ctrl-C (or `--duration`) stops the traffic, then the driver between
+batches, then the clusters.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from mirrorline.devcluster import DevClusterError, DevClusters
+from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
 from mirrorline.jvm import JvmSetupError
 
-TOPIC = "orders"
 PARTITIONS = 3
 out = Console()
 err = Console(stderr=True)
 
 
-@dataclass
-class _Counts:
-    produced: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    arrived: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    last_offset: dict[int, int] = field(default_factory=dict)
-    latency_ms: dict[int, int] = field(default_factory=dict)
-    errors: int = 0
+@dataclass(frozen=True)
+class _Stream:
+    """Demo traffic: a topic on one cluster and its remote copy on the other."""
+
+    source: DevCluster
+    target: DevCluster
+    topic: str
+
+    @property
+    def remote(self) -> str:
+        return f"{self.source.alias}.{self.topic}"
 
 
 def demo(
     directory: Path = typer.Option(
-        Path(".mirrorline/demo"), "--dir", help="Directory for the demo clusters' data and logs."
+        Path(".mirrorline/demo"), "--dir", help="Directory for the demo's clusters, config, logs."
     ),
-    rate: int = typer.Option(200, "--rate", min=1, help="Records per second to produce."),
+    rate: int = typer.Option(200, "--rate", min=1, help="Records per second into each topic."),
     duration: float = typer.Option(
         0, "--duration", min=0, help="Stop after this many seconds (0: run until Ctrl-C)."
     ),
 ) -> None:
-    """Start two local clusters and show live traffic arriving (Ctrl-C to stop)."""
+    """Replicate live traffic between two local clusters, both ways (Ctrl-C to stop)."""
     dev = DevClusters(directory)
+    say = lambda msg: err.print(f"[dim]{msg}[/dim]")  # noqa: E731
     try:
         dev.down()  # leftovers of an earlier demo that was killed
-        east, west = dev.up(
-            ["east", "west"],
-            die_with_parent=True,
-            progress=lambda msg: err.print(f"[dim]{msg}[/dim]"),
-        )
+        east, west = dev.up(["east", "west"], die_with_parent=True, progress=say)
     except (DevClusterError, JvmSetupError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
 
-    out.print(f"clusters: east {east.bootstrap_servers}, west {west.bootstrap_servers}")
-    out.print(f"properties file: {dev.properties_file}")
+    streams = [_Stream(east, west, "orders"), _Stream(west, east, "payments")]
     stop = threading.Event()
-    counts = _Counts()
-    threads = [
-        threading.Thread(target=_produce, args=(east.bootstrap_servers, rate, stop, counts)),
-        threading.Thread(target=_read, args=(east.bootstrap_servers, stop, counts)),
-    ]
+    producers = [threading.Thread(target=_produce, args=(s, rate, stop)) for s in streams]
+    driver = None
     try:
-        _create_topic(east.bootstrap_servers)
-        for thread in threads:
+        for stream in streams:
+            _create_topic(stream.source.bootstrap_servers, stream.topic)
+        config = _write_config(dev, directory)
+        out.print(f"clusters: east {east.bootstrap_servers}, west {west.bootstrap_servers}")
+        out.print(f"configuration: {config}; driver log: {directory / 'driver.log'}")
+        driver = _start_driver(config, directory)
+        for thread in producers:
             thread.start()
-        out.print(f"producing {rate} records/s into east/{TOPIC}; Ctrl-C to stop")
-        _show(counts, duration)
+        out.print(f"producing {rate} records/s into east/orders and west/payments; Ctrl-C to stop")
+        _show(streams, driver, duration)
     except KeyboardInterrupt:
         pass
     finally:
         stop.set()
-        err.print("[dim]stopping traffic and clusters[/dim]")
-        for thread in threads:
+        say("stopping traffic, driver and clusters")
+        for thread in producers:
             if thread.is_alive():
                 thread.join(10)
-        dev.down(progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
-    total = sum(counts.arrived.values())
-    out.print(f"stopped: {sum(counts.produced.values())} produced, {total} arrived")
+        if driver is not None:
+            _stop_driver(driver)
+        dev.down(progress=say)
+    out.print("demo stopped")
 
 
-def _create_topic(bootstrap: str) -> None:
+def _write_config(dev: DevClusters, directory: Path) -> Path:
+    config = directory / "mirrorline.properties"
+    config.write_text(
+        dev.properties_file.read_text()
+        + "\n# Replicate both ways; remote topics are prefixed with their source alias.\n"
+        "east->west.enabled = true\n"
+        "west->east.enabled = true\n"
+        "refresh.topics.interval.seconds = 5\n"
+    )
+    return config
+
+
+def _start_driver(config: Path, directory: Path) -> subprocess.Popen[bytes]:
+    log = open(directory / "driver.log", "wb")  # noqa: SIM115 - handed to the child
+    command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
+    command += ["--work-dir", str(directory / "driver"), "--status-every", "10"]
+    try:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            # Own session: Ctrl-C reaches the demo, which stops the driver in order.
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    finally:
+        log.close()
+
+
+def _stop_driver(driver: subprocess.Popen[bytes]) -> None:
+    if driver.poll() is None:
+        driver.send_signal(signal.SIGTERM)
+        try:
+            driver.wait(60)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            driver.wait(10)
+
+
+def _create_topic(bootstrap: str, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
 
 
-def _produce(bootstrap: str, rate: int, stop: threading.Event, counts: _Counts) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-
-    def delivered(error, msg):
-        if error is None:
-            counts.produced[msg.partition()] += 1
-        else:
-            counts.errors += 1
-
+def _produce(stream: _Stream, rate: int, stop: threading.Event) -> None:
+    producer = Producer({"bootstrap.servers": stream.source.bootstrap_servers, "linger.ms": 20})
     sent = 0
     started = time.monotonic()
     while not stop.is_set():
         # Keep to the requested rate on average without busy-waiting.
         due = int((time.monotonic() - started) * rate)
         for _ in range(due - sent):
-            value = json.dumps({"order": sent, "amount": sent % 97 + 1}).encode()
             producer.produce(
-                TOPIC,
+                stream.topic,
                 key=f"customer-{sent % 50}".encode(),
-                value=value,
-                headers=[("origin", b"mirrorline-demo")],
-                on_delivery=delivered,
+                value=f'{{"{stream.topic}": {sent}}}'.encode(),
+                headers=[("origin", stream.source.alias.encode())],
             )
             sent += 1
         producer.poll(0.05)
     producer.flush(10)
 
 
-def _read(bootstrap: str, stop: threading.Event, counts: _Counts) -> None:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "mirrorline-demo",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer.subscribe([TOPIC])
-    try:
-        while not stop.is_set():
-            for msg in consumer.consume(500, timeout=0.2):
-                if msg.error():
-                    continue
-                partition = msg.partition()
-                counts.arrived[partition] += 1
-                counts.last_offset[partition] = msg.offset()
-                counts.latency_ms[partition] = int(time.time() * 1000) - msg.timestamp()[1]
-    finally:
-        consumer.close()
+class _Counter:
+    """Record counts of topics, from end offsets (no consumer group, nothing committed)."""
 
+    def __init__(self) -> None:
+        self._consumers: dict[str, Consumer] = {}
 
-def _show(counts: _Counts, duration: float) -> None:
-    end = time.monotonic() + duration if duration else float("inf")
-    if out.is_terminal:
-        with Live(_table(counts), console=out, refresh_per_second=4) as live:
-            while time.monotonic() < end:
-                time.sleep(0.25)
-                live.update(_table(counts))
-    else:
-        # Plain lines for logs and pipes: one summary per second.
-        while time.monotonic() < end:
-            time.sleep(1)
-            out.print(
-                f"east/{TOPIC}: produced {sum(counts.produced.values())}, "
-                f"arrived {sum(counts.arrived.values())}"
+    def count(self, cluster: DevCluster, topic: str) -> int | None:
+        consumer = self._consumers.get(cluster.alias)
+        if consumer is None:
+            consumer = self._consumers[cluster.alias] = Consumer(
+                {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "mirrorline-demo"}
             )
+        meta = consumer.list_topics(topic, timeout=5).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+            for p in meta.partitions
+        )
 
 
-def _table(counts: _Counts) -> Table:
-    table = Table(title=f"east/{TOPIC}")
-    for column in ("partition", "produced", "arrived", "last offset", "latency ms"):
-        table.add_column(column, justify="right")
-    for partition in range(PARTITIONS):
+def _show(streams: list[_Stream], driver: subprocess.Popen[bytes], duration: float) -> None:
+    end = time.monotonic() + duration if duration else float("inf")
+    counter = _Counter()
+    live = Live(console=out, refresh_per_second=2) if out.is_terminal else None
+    if live is not None:
+        live.start()
+    try:
+        while time.monotonic() < end:
+            if driver.poll() is not None:
+                raise typer.Exit(_driver_died(driver))
+            rows = [
+                (s, counter.count(s.source, s.topic), counter.count(s.target, s.remote))
+                for s in streams
+            ]
+            if live is not None:
+                live.update(_table(rows))
+            else:
+                # Plain lines for logs and pipes.
+                out.print(
+                    "; ".join(
+                        f"{s.source.alias}/{s.topic} {n or 0} -> "
+                        f"{s.target.alias}/{s.remote} {r if r is not None else 'not yet created'}"
+                        for s, n, r in rows
+                    ),
+                    soft_wrap=True,  # one line per update, however narrow the output
+                )
+            time.sleep(1)
+    finally:
+        if live is not None:
+            live.stop()
+
+
+def _table(rows) -> Table:
+    table = Table(title="Mirrorline demo: east <-> west")
+    for column in ("flow", "source topic", "records", "remote topic", "replicated", "behind"):
+        table.add_column(
+            column, justify="right" if column in ("records", "replicated", "behind") else "left"
+        )
+    for stream, produced, replicated in rows:
         table.add_row(
-            str(partition),
-            str(counts.produced[partition]),
-            str(counts.arrived[partition]),
-            str(counts.last_offset.get(partition, "-")),
-            str(counts.latency_ms.get(partition, "-")),
+            f"{stream.source.alias}->{stream.target.alias}",
+            f"{stream.source.alias}/{stream.topic}",
+            str(produced or 0),
+            f"{stream.target.alias}/{stream.remote}",
+            "creating" if replicated is None else str(replicated),
+            "-" if replicated is None else str(max(0, (produced or 0) - replicated)),
         )
     return table
+
+
+def _driver_died(driver: subprocess.Popen[bytes]) -> int:
+    err.print(f"[red]error:[/red] the driver exited with code {driver.returncode}; see driver.log")
+    return 1

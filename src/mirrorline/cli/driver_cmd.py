@@ -12,7 +12,13 @@ import typer
 from rich.console import Console
 
 from mirrorline.config import ConfigError, load_config
-from mirrorline.driver import Driver, NoFlowsError, select_flows
+from mirrorline.driver import (
+    Driver,
+    NoFlowsError,
+    UnsupportedSettingError,
+    check_supported,
+    select_flows,
+)
 from mirrorline.engine.flow import FlowStatus
 from mirrorline.jvm import JvmSetupError
 
@@ -42,10 +48,11 @@ def driver(
     try:
         loaded = load_config(config)
         flows = select_flows(loaded, [c.strip() for c in clusters.split(",") if c.strip()] or None)
+        notes = check_supported(flows)
     except ConfigError as exc:
         err.print(f"[red]{config}:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
-    except NoFlowsError as exc:
+    except (NoFlowsError, UnsupportedSettingError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
 
@@ -59,6 +66,8 @@ def driver(
             highlight=False,
         )
 
+    for note in notes:
+        err.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     stop = threading.Event()
 
     def request_stop(signum, _frame) -> None:

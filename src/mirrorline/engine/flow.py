@@ -147,6 +147,7 @@ class FlowRunner:
         self._checkpoint: Path | None = None
         self._refresh = _Due(_seconds(flow.interval("refresh.topics")))
         self._config_sync = _Due(_seconds(flow.interval("sync.topic.configs")))
+        self._emit_syncs = bool(flow.value("emit.offset-syncs.enabled"))
         self._prepared = False
         self._provenance: Provenance | None = None
         self._retry_at: float | None = None
@@ -168,7 +169,8 @@ class FlowRunner:
         try:
             if not self._prepared:
                 self.progress.ensure_topic()
-                self.syncs.ensure_topic()
+                if self._emit_syncs:
+                    self.syncs.ensure_topic()
                 self._next_offsets = self.progress.load()
                 self._provenance = self._provenance_for_policy()
                 self._prepared = True
@@ -264,11 +266,12 @@ class FlowRunner:
         rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
         if not rows:
             return
-        self.syncs.publish(
-            OffsetSync(r.topic, r.partition, s.upstream, s.downstream)
-            for r in rows
-            for s in r.syncs
-        )
+        if self._emit_syncs:
+            self.syncs.publish(
+                OffsetSync(r.topic, r.partition, s.upstream, s.downstream)
+                for r in rows
+                for s in r.syncs
+            )
         advanced: dict[SourcePartition, int] = {}
         for r in rows:
             key = (r.topic, r.partition)

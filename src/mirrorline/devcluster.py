@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 
 from mirrorline import jvm
+from mirrorline.process import dying_with_parent
 
 BROKER_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
@@ -381,10 +382,9 @@ def _launch(
 ) -> subprocess.Popen[bytes]:
     command = _java_command(java, classpath, layout, BROKER_MAIN)
     command.append(str(Path(layout.directory) / "server.properties"))
-    setpriv = shutil.which("setpriv")
-    if die_with_parent and setpriv:
+    if die_with_parent:
         # The kernel kills the broker if this process dies, even by SIGKILL.
-        command = [setpriv, "--pdeathsig", "KILL", "--"] + command
+        command = dying_with_parent(command)
     out = open(Path(layout.directory) / "broker.out", "wb")  # noqa: SIM115 - child owns it
     try:
         return subprocess.Popen(

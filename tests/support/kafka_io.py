@@ -168,13 +168,21 @@ def consume(
         consumer.close()
 
 
-def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+def end_offsets(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, int]:
+    """Each partition's end offset; retries errors Kafka calls retriable (a new leader)."""
+    deadline = time.monotonic() + timeout
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("offsets")})
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics[topic]
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in sorted(meta.partitions)
-        }
+        while True:
+            try:
+                meta = consumer.list_topics(topic, timeout=10).topics[topic]
+                return {
+                    p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                    for p in sorted(meta.partitions)
+                }
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         consumer.close()

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
 from mirrorline.jvm import JvmSetupError
+from mirrorline.process import dying_with_parent
 
 PARTITIONS = 3
 out = Console()
@@ -114,7 +115,8 @@ def _start_driver(config: Path, directory: Path) -> subprocess.Popen[bytes]:
     command += ["--work-dir", str(directory / "driver"), "--status-every", "10"]
     try:
         return subprocess.Popen(
-            command,
+            # If the demo is killed, its driver goes too (its Spark JVM follows it).
+            dying_with_parent(command),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

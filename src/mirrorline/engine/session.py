@@ -63,7 +63,10 @@ def build_spark_session(
 
     settings = dict(DEFAULT_CONF)
     log_config = resources.files("mirrorline.resources") / "spark-log4j2.properties"
-    java_options = f"-Dlog4j2.configurationFile=file:{log_config}"
+    # Larger thread stacks: Spark matches regular expressions against whole error
+    # texts when a query stops (to tell interruptions from failures), and a long
+    # Python traceback overflowed the default 1 MiB stack of the stream thread.
+    java_options = f"-Dlog4j2.configurationFile=file:{log_config} -Xss16m"
     settings["spark.driver.extraJavaOptions"] = java_options
     settings["spark.executor.extraJavaOptions"] = java_options
     settings["spark.jars"] = ",".join(str(j) for j in connector_jars())

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -55,3 +55,56 @@ def wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: f
         if time.monotonic() > deadline:
             raise KafkaOperationError(f"topic {topic} has no leader for every partition yet")
         time.sleep(0.1)
+
+
+class AckedWriter:
+    """Writes small batches of records and returns only once every one is acknowledged.
+
+    For Mirrorline's own records (progress, offset syncs): idempotent, `acks=all`,
+    and an error names what was being written. The producer is created on first
+    use and kept for the next batches.
+    """
+
+    def __init__(self, producer_settings: Mapping[str, object], what: str) -> None:
+        self._settings = {
+            **producer_settings,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+        }
+        self._what = what
+        self._producer: Producer | None = None
+
+    def write(
+        self,
+        topic: str,
+        records: Iterable[tuple[bytes, bytes | None]],
+        *,
+        partition: int | None = None,
+        timeout: float = 60.0,
+    ) -> int:
+        """Produce (key, value) pairs in order; the count, or KafkaOperationError."""
+        if self._producer is None:
+            self._producer = Producer(self._settings)
+        errors: list[str] = []
+
+        def delivered(error, _msg) -> None:
+            if error is not None:
+                errors.append(error.str())
+
+        extra = {"partition": partition} if partition is not None else {}
+        count = 0
+        for key, value in records:
+            self._producer.produce(topic, key=key, value=value, on_delivery=delivered, **extra)
+            count += 1
+        remaining = self._producer.flush(timeout)
+        if remaining or errors:
+            detail = errors[0] if errors else f"{remaining} records unacknowledged"
+            raise KafkaOperationError(f"{self._what} not written to {topic}: {detail}")
+        return count
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Release the producer; what is unacknowledged by then is left to a replay."""
+        if self._producer is not None:
+            self._producer.flush(timeout)
+            self._producer = None

@@ -17,20 +17,24 @@ from support.wait import wait_until
 MIRRORLINE = [sys.executable, "-m", "mirrorline"]
 
 
-def _java_processes_using(directory: Path) -> list[int]:
-    """Pids of live (non-zombie) processes whose command line mentions `directory`."""
+def _processes_mentioning(text: str, program: str = "") -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains `text` (and `program`)."""
     pids = []
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if "java" in cmdline and str(directory) in cmdline and state != "Z":
+        if text in cmdline and program in cmdline and state != "Z":
             pids.append(int(proc.name))
     return pids
+
+
+def _java_processes_using(directory: Path) -> list[int]:
+    return _processes_mentioning(str(directory), program="java")
 
 
 def _listening(port: int) -> bool:
@@ -103,22 +107,6 @@ def test_brokers_die_with_their_owner_even_on_sigkill(tmp_path):
         owner.kill()
         for pid in _java_processes_using(directory):
             os.kill(pid, signal.SIGKILL)
-
-
-def _processes_mentioning(text: str) -> list[int]:
-    """Pids of live processes (any program) whose command line contains `text`."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state != "Z":
-            pids.append(int(proc.name))
-    return pids
 
 
 def test_demo_replicates_both_ways_and_stops_everything_on_ctrl_c(tmp_path):

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.formats import OffsetSync
-from mirrorline.kafka import KafkaOperationError, ensure_topic
+from mirrorline.kafka import AckedWriter, ensure_topic
 
 SYNC_RETENTION_MS = 7 * 24 * 3600 * 1000
 
@@ -33,10 +32,9 @@ class OffsetSyncPublisher:
     ) -> None:
         self.flow = flow
         self.topic = topic
-        self._settings = dict(producer_settings)
         self._admin_settings = dict(admin_settings)
         self._replication_factor = replication_factor
-        self._producer: Producer | None = None
+        self._writer = AckedWriter(producer_settings, f"flow {flow}: offset syncs")
 
     def ensure_topic(self) -> None:
         ensure_topic(
@@ -49,31 +47,9 @@ class OffsetSyncPublisher:
 
     def publish(self, syncs: Iterable[OffsetSync], timeout: float = 60.0) -> int:
         """Write the syncs in order and wait for every acknowledgement; returns the count."""
-        if self._producer is None:
-            self._producer = Producer(
-                {**self._settings, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
-            )
-        errors: list[str] = []
-
-        def delivered(error, _msg) -> None:
-            if error is not None:
-                errors.append(error.str())
-
-        count = 0
-        for sync in syncs:
-            self._producer.produce(
-                self.topic, key=sync.key(), value=sync.value(), partition=0, on_delivery=delivered
-            )
-            count += 1
-        remaining = self._producer.flush(timeout)
-        if remaining or errors:
-            detail = errors[0] if errors else f"{remaining} unacknowledged"
-            raise KafkaOperationError(
-                f"flow {self.flow}: offset syncs not written to {self.topic}: {detail}"
-            )
-        return count
+        return self._writer.write(
+            self.topic, ((s.key(), s.value()) for s in syncs), partition=0, timeout=timeout
+        )
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(5)
-            self._producer = None
+        self._writer.close()

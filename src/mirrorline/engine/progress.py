@@ -19,10 +19,10 @@ import json
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.kafka import KafkaOperationError, ensure_topic
+from mirrorline.kafka import AckedWriter, KafkaOperationError, ensure_topic
 
 PROGRESS_TOPIC = "mirrorline.progress.internal"
 FORMAT_VERSION = 1
@@ -46,10 +46,9 @@ class ProgressStore:
         self.flow = flow
         self.topic = topic
         self._admin_settings = dict(admin_settings)
-        self._producer_settings = dict(producer_settings)
         self._consumer_settings = dict(consumer_settings)
         self._replication_factor = replication_factor
-        self._producer: Producer | None = None
+        self._writer = AckedWriter(producer_settings, f"flow {flow}: progress")
 
     def ensure_topic(self) -> None:
         ensure_topic(
@@ -102,49 +101,24 @@ class ProgressStore:
 
     def save(self, progress: Mapping[SourcePartition, int], timeout: float = 60.0) -> None:
         """Write the given partitions' next offsets and wait until they are acknowledged."""
-        if not progress:
-            return
-        producer = self._producer_instance()
-        errors: list[str] = []
-
-        def delivered(error, _msg) -> None:
-            if error is not None:
-                errors.append(error.str())
-
         now = int(time.time() * 1000)
-        for (topic, partition), next_offset in progress.items():
-            producer.produce(
-                self.topic,
-                key=_key(self.flow, topic, partition),
-                value=json.dumps(
-                    {"next_offset": next_offset, "updated_ms": now, "version": FORMAT_VERSION},
-                    sort_keys=True,
-                ).encode(),
-                on_delivery=delivered,
-            )
-        remaining = producer.flush(timeout)
-        if remaining or errors:
-            raise KafkaOperationError(
-                f"flow {self.flow}: progress not saved to {self.topic}: "
-                f"{errors[0] if errors else f'{remaining} records unacknowledged'}"
-            )
+        self._writer.write(
+            self.topic,
+            (
+                (
+                    _key(self.flow, topic, partition),
+                    json.dumps(
+                        {"next_offset": offset, "updated_ms": now, "version": FORMAT_VERSION},
+                        sort_keys=True,
+                    ).encode(),
+                )
+                for (topic, partition), offset in progress.items()
+            ),
+            timeout=timeout,
+        )
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(5)
-            self._producer = None
-
-    def _producer_instance(self) -> Producer:
-        if self._producer is None:
-            self._producer = Producer(
-                {
-                    **self._producer_settings,
-                    "enable.idempotence": True,
-                    "acks": "all",
-                    "linger.ms": 0,
-                }
-            )
-        return self._producer
+        self._writer.close()
 
 
 def _key(flow: str, topic: str, partition: int) -> bytes:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import shutil
 import threading
 import time
@@ -88,11 +89,9 @@ class _Due:
     next_at: float = 0.0
 
     def take(self, now: float) -> bool:
-        if self.interval is None and self.next_at != 0.0:
-            return False
         if now < self.next_at:
             return False
-        self.next_at = now + (self.interval if self.interval is not None else float("inf"))
+        self.next_at = now + self.interval if self.interval is not None else math.inf
         return True
 
 
@@ -142,7 +141,10 @@ class FlowRunner:
         self._reason = ""
         self._totals = _Totals()
         self._next_offsets: dict[SourcePartition, int] = {}
-        self._assigned: dict[str, int] = {}
+        # Partitions the running query reads; None until the first decision.
+        self._assigned: dict[str, int] | None = None
+        # The last error of each control loop, until that loop succeeds again.
+        self._loop_errors: dict[str, str] = {}
         self._query = None
         self._checkpoint: Path | None = None
         self._refresh = _Due(_seconds(flow.interval("refresh.topics")))
@@ -182,8 +184,6 @@ class FlowRunner:
             ready = self.topics.ready()
             if ready != self._assigned:
                 self._restart(ready)
-            elif not ready:
-                self._set_state("running", "no source topic matches the flow's filter yet")
         except Exception as exc:  # noqa: BLE001 - reported in the status, retried later
             self._fail(_summarise(str(exc)), now)
 
@@ -202,11 +202,12 @@ class FlowRunner:
                 flow=self.flow.name,
                 state=self._state,
                 reason=self._reason,
-                topics=tuple(sorted(self._assigned)),
-                partitions=sum(self._assigned.values()),
+                topics=tuple(sorted(self._assigned or ())),
+                partitions=sum((self._assigned or {}).values()),
                 records=totals.records,
                 bytes=totals.bytes,
-                problems=tuple(str(p) for p in self.topics.problems()),
+                problems=tuple(str(p) for p in self.topics.problems())
+                + tuple(f"{loop} failed: {error}" for loop, error in self._loop_errors.items()),
                 last_batch=totals.last_batch,
             )
 
@@ -216,7 +217,7 @@ class FlowRunner:
         self._stop_query()
         self._assigned = {}
         if not ready:
-            self._set_state("running", "no source topic to replicate yet")
+            self._set_state("running", "no source topic matches the flow's filter yet")
             return
         starting = self._starting_offsets(ready)
         self._checkpoint = (
@@ -392,13 +393,17 @@ class FlowRunner:
 
     # -- helpers ---------------------------------------------------------------------
 
-    def _guard(self, what: str, action) -> None:
+    def _guard(self, loop: str, action) -> None:
+        """Run one control loop; its failure is a problem in the status, not the flow's end."""
         try:
             action()
         except Exception as exc:  # noqa: BLE001 - one loop's failure must not stop the others
-            log.warning("flow %s: %s failed: %s", self.flow.name, what, exc)
+            log.warning("flow %s: %s failed: %s", self.flow.name, loop, exc)
             with self._lock:
-                self._reason = f"{what} failed: {exc}"
+                self._loop_errors[loop] = _summarise(str(exc))
+        else:
+            with self._lock:
+                self._loop_errors.pop(loop, None)
 
     def _set_state(self, state: str, reason: str) -> None:
         with self._lock:

@@ -121,3 +121,33 @@ def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
     everything = consume(west.bootstrap_servers, remote, expected=120_000, timeout=120)
     assert len(everything) == 120_000, "duplicates or losses across restarts"
     assert _by_partition(everything) == _by_partition(first + second + third)
+
+
+def test_offset_syncs_on_the_target_when_configured(two_clusters, spark, tmp_path):
+    east, west = two_clusters
+    topic = unique_name("synctarget")
+    create_topic(east.bootstrap_servers, topic, partitions=PARTITIONS)
+    sent = produce(east.bootstrap_servers, topic, _records(2_000, seed=5))
+    config = write_config(
+        tmp_path / "mm2.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        "east->west.offset-syncs.topic.location = target\n",
+    )
+    with running_driver(config, spark, tmp_path / "work"):
+        _wait_for_count(west.bootstrap_servers, f"east.{topic}", 2_000)
+
+    syncs = [
+        s
+        for s in _read_syncs(west.bootstrap_servers, "mm2-offset-syncs.east.internal")
+        if s.topic == topic
+    ]
+    assert syncs, "no offset syncs on the target"
+    copies = consume(west.bootstrap_servers, f"east.{topic}", expected=2_000)
+    source_at = {(r.partition, r.offset): r.value for r in sent}
+    target_at = {(r.partition, r.offset): r.value for r in copies}
+    for sync in syncs:
+        assert (
+            source_at[(sync.partition, sync.upstream_offset)]
+            == target_at[(sync.partition, sync.downstream_offset)]
+        )

@@ -169,7 +169,11 @@ def consume(
 
 
 def end_offsets(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, int]:
-    """Each partition's end offset; retries errors Kafka calls retriable (a new leader)."""
+    """Each partition's end offset, retrying Kafka errors until `timeout`.
+
+    Right after a topic is created its partitions may briefly have no leader;
+    librdkafka does not flag that as retriable for watermark queries.
+    """
     deadline = time.monotonic() + timeout
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("offsets")})
     try:
@@ -180,8 +184,8 @@ def end_offsets(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, in
                     p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                     for p in sorted(meta.partitions)
                 }
-            except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
+            except KafkaException:
+                if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
     finally:

@@ -106,6 +106,7 @@ class FlowRunner:
     """Runs one flow on a Spark session; `tick()` drives its control loops."""
 
     RESTART_BACKOFF_S = (2.0, 5.0, 10.0, 30.0, 60.0)
+    DRAIN_S = 30.0
 
     def __init__(self, flow: FlowConfig, spark, work_dir: Path) -> None:
         self.flow = flow
@@ -137,6 +138,12 @@ class FlowRunner:
             replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
         )
         self._lock = threading.Lock()
+        # A batch in progress holds `_batch_idle` clear; stopping sets `_draining`
+        # so that no new batch starts writing (see `_stop_query`).
+        self._batch_gate = threading.Lock()
+        self._batch_idle = threading.Event()
+        self._batch_idle.set()
+        self._draining = False
         self._state = "starting"
         self._reason = ""
         self._totals = _Totals()
@@ -263,6 +270,16 @@ class FlowRunner:
         )
 
     def _on_batch(self, spec: WriteSpec, frame, batch_id: int) -> None:
+        with self._batch_gate:
+            if self._draining:
+                return  # stopping: leave it to the next start (progress is unchanged)
+            self._batch_idle.clear()
+        try:
+            self._write_batch(spec, frame, batch_id)
+        finally:
+            self._batch_idle.set()
+
+    def _write_batch(self, spec: WriteSpec, frame, batch_id: int) -> None:
         started = time.monotonic()
         rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
         if not rows:
@@ -370,12 +387,28 @@ class FlowRunner:
         raise _QueryDied(_summarise(str(error)) if error is not None else "the query stopped")
 
     def _stop_query(self) -> None:
+        """Stop the query after its in-flight batch, so a stop or restart duplicates nothing.
+
+        A batch still running after `DRAIN_S` (a target that stopped answering) is
+        abandoned; what it wrote without saving progress is replayed on the next start.
+        """
         query, self._query = self._query, None
         if query is not None:
+            with self._batch_gate:
+                self._draining = True
+            if not self._batch_idle.wait(self.DRAIN_S):
+                log.warning(
+                    "flow %s: abandoning a batch still running after %ss",
+                    self.flow.name,
+                    self.DRAIN_S,
+                )
             try:
                 query.stop()
             except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver
                 log.warning("flow %s: stopping its query: %s", self.flow.name, exc)
+            finally:
+                with self._batch_gate:
+                    self._draining = False
         if self._checkpoint is not None:
             shutil.rmtree(self._checkpoint, ignore_errors=True)
             self._checkpoint = None

@@ -14,7 +14,9 @@ produced to it; no per-record bookkeeping object is needed.
 
 from __future__ import annotations
 
+import sys
 import time
+import zipimport
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -98,6 +100,7 @@ class _PartitionLog:
 
 def write_batches(batches: Iterator[pa.RecordBatch], spec: WriteSpec) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` function: produce the records, yield the per-partition summary."""
+    _keep_zip_import_caches()
     producer = _producer(spec.producer_settings)
     logs: dict[tuple[str, int], _PartitionLog] = {}
     failures: list[str] = []
@@ -234,6 +237,22 @@ def _summary(logs: Mapping[tuple[str, int], _PartitionLog], lag_max: int) -> pa.
             }
         )
     return pa.RecordBatch.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+def _keep_zip_import_caches() -> None:
+    """Stop PySpark's per-task import-cache reset from re-reading pyspark.zip (Python < 3.13).
+
+    PySpark's worker calls `importlib.invalidate_caches()` before every task. Up
+    to Python 3.12 that makes every zip importer re-read its archive's directory,
+    and PySpark is imported from `pyspark.zip`: measured 60-120 ms of CPU per
+    task, most of a micro-batch's time at one task per partition (see
+    benchmarks/RESULTS.md). The archives on the workers' path never change while
+    they run, so their cached directories stay valid. Python 3.13 made the call
+    cheap (CPython gh-103200). Applied once per (reused) worker process.
+    """
+    if sys.version_info < (3, 13) and not getattr(zipimport.zipimporter, "_mirrorline", False):
+        zipimport.zipimporter.invalidate_caches = lambda self: None
+        zipimport.zipimporter._mirrorline = True
 
 
 _producers: dict[tuple, Producer] = {}

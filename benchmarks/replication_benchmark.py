@@ -90,6 +90,8 @@ _NOT_READY = {
 POLL_S = 0.1  # how often progress on the target is looked at
 PROBE_RATE = 10  # records/s produced before the replicator is seen to work
 MIB = 1024 * 1024
+# Other processes' CPU use below which the machine counts as quiet (kernel, daemons).
+QUIET_CORES = 0.15
 
 
 class BenchmarkError(RuntimeError):
@@ -135,6 +137,7 @@ class Options:
     tools: tuple[str, ...]
     tasks_max: int
     timeout: float
+    quiet_timeout: float
     save: bool
     work_dir: Path | None
     keep_work_dir: bool
@@ -143,17 +146,30 @@ class Options:
 def parse_options(argv: list[str]) -> Options:
     parser = argparse.ArgumentParser(
         description="Measure Mirrorline and MirrorMaker 2 side by side on local clusters.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    parser.add_argument("--records", type=int, default=1_000_000, help="records to replicate")
-    parser.add_argument("--record-size", type=int, default=1024, help="value size in bytes")
-    parser.add_argument("--partitions", type=int, default=8, help="partitions per topic")
-    parser.add_argument("--rate", type=int, default=5000, help="records/s in the latency test")
-    parser.add_argument(
-        "--latency-seconds", type=float, default=60, help="measured part of the latency test"
     )
     parser.add_argument(
-        "--warmup-seconds", type=float, default=10, help="discarded start of the latency test"
+        "--records", type=int, default=1_000_000, help="records to replicate (%(default)s)"
+    )
+    parser.add_argument(
+        "--record-size", type=int, default=1024, help="value size in bytes (%(default)s)"
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=8, help="partitions per topic (%(default)s)"
+    )
+    parser.add_argument(
+        "--rate", type=int, default=5000, help="records/s in the latency test (%(default)s)"
+    )
+    parser.add_argument(
+        "--latency-seconds",
+        type=float,
+        default=60,
+        help="measured part of the latency test, seconds (%(default)s)",
+    )
+    parser.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=10,
+        help="discarded start of the latency test, seconds (%(default)s)",
     )
     parser.add_argument("--only", choices=TOOLS, help="run one tool only")
     parser.add_argument(
@@ -162,7 +178,17 @@ def parse_options(argv: list[str]) -> Options:
         help="tasks.max for both tools (default: the partition count)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=1800, help="longest wait for one phase, seconds"
+        "--timeout",
+        type=float,
+        default=1800,
+        help="longest wait for one phase, seconds (%(default)s)",
+    )
+    parser.add_argument(
+        "--quiet-timeout",
+        type=float,
+        default=0,
+        help="before each phase, wait up to this many seconds for other processes to "
+        f"use under {QUIET_CORES} cores (for shared machines; default: no wait)",
     )
     parser.add_argument(
         "--no-save",
@@ -191,6 +217,7 @@ def parse_options(argv: list[str]) -> Options:
         tools=(args.only,) if args.only else TOOLS,
         tasks_max=args.tasks_max or args.partitions,
         timeout=args.timeout,
+        quiet_timeout=args.quiet_timeout,
         save=not args.no_save,
         work_dir=args.work_dir,
         keep_work_dir=args.keep_work_dir,
@@ -261,13 +288,35 @@ def process_tree(root: int) -> dict[int, _ProcSample]:
     return tree
 
 
+def process_role(pid: int) -> str:
+    """What a process of a replicator's tree is, from its command line."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return "exited"
+    for marker, role in _ROLES:
+        if marker in cmdline:
+            return role
+    return cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or "unknown"
+
+
+_ROLES = (
+    ("org.apache.spark.deploy.SparkSubmit", "Spark JVM"),
+    ("pyspark.daemon", "Python workers"),
+    ("mirrorline driver", "Python driver"),
+    (MM2_MAIN, "MirrorMaker 2 JVM"),
+    ("kafka.Kafka", "Kafka brokers"),
+)
+
+
 class TreeSampler:
     """Samples a process tree's memory and CPU time in the background.
 
     RSS summed over processes counts pages shared by forked workers more than
     once, so PSS is kept too. CPU time is the sum over every process seen in the
     tree (by pid and start time), so a worker that exits still counts up to its
-    last sample.
+    last sample; it is also kept per role (driver, JVM, workers) to show where
+    the time goes.
     """
 
     def __init__(self, root: int, interval: float = 0.5) -> None:
@@ -277,6 +326,7 @@ class TreeSampler:
         self.peak_pss_kib = 0
         self.peak_processes = 0
         self._cpu_ticks: dict[tuple[int, int], int] = {}
+        self._roles: dict[tuple[int, int], str] = {}
         self._members: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -305,6 +355,8 @@ class TreeSampler:
         with self._lock:
             for pid, s in tree.items():
                 self._cpu_ticks[(pid, s.start)] = s.cpu_ticks
+                if (pid, s.start) not in self._roles:
+                    self._roles[(pid, s.start)] = process_role(pid)
             if tree:
                 self._members = {pid: s.start for pid, s in tree.items()}
             self.peak_rss_kib = max(self.peak_rss_kib, rss)
@@ -314,6 +366,15 @@ class TreeSampler:
     def cpu_seconds(self) -> float:
         with self._lock:
             return sum(self._cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+    def cpu_seconds_by_role(self) -> dict[str, float]:
+        ticks_per_s = os.sysconf("SC_CLK_TCK")
+        with self._lock:
+            by_role: dict[str, float] = {}
+            for member, ticks in self._cpu_ticks.items():
+                role = self._roles[member]
+                by_role[role] = by_role.get(role, 0.0) + ticks / ticks_per_s
+        return {role: round(seconds, 1) for role, seconds in sorted(by_role.items())}
 
     def members(self) -> dict[int, int]:
         """The last seen tree, pid -> start time."""
@@ -379,6 +440,26 @@ class OtherLoad:
         other = (now[1] - mark[1]) - (now[2] - mark[2])
         return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
 
+    def wait_quiet(self, timeout: float, window: float = 5.0) -> float:
+        """Wait until other processes use at most QUIET_CORES for `window` seconds.
+
+        Returns the other processes' load in the last window. At the deadline the
+        benchmark goes on regardless: each phase records the load it ran under.
+        """
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            mark = self.mark()
+            time.sleep(window)  # the measuring window itself
+            cores = self.cores_since(mark)
+            if cores <= QUIET_CORES or time.monotonic() >= deadline:
+                if cores > QUIET_CORES:
+                    say(f"warning: other processes keep {cores} cores busy; results will suffer")
+                return cores
+            if not told:
+                say(f"waiting for other processes to leave the cores alone ({cores} busy)")
+                told = True
+
     def stop(self) -> None:
         self._own.stop()
 
@@ -393,7 +474,9 @@ class StopReport:
 class ReplicatorProcess:
     """One replicator run as a subprocess, its output in a log file, its tree sampled."""
 
-    def __init__(self, tool: str, command: list[str], env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self, tool: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path
+    ) -> None:
         self.tool = tool
         self.log_path = log_path
         setpriv = shutil.which("setpriv")
@@ -408,6 +491,7 @@ class ReplicatorProcess:
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            cwd=cwd,  # whatever a replicator leaves in its working directory stays there
             start_new_session=True,  # a terminal's Ctrl-C goes to the benchmark, which stops us
         )
         self.sampler = TreeSampler(self.popen.pid).start()
@@ -508,7 +592,7 @@ def start_replicator(tool: str, config: Path, work: Path, log_path: Path) -> Rep
             "--clusters",
             TARGET,
         ]
-    return ReplicatorProcess(tool, command, env, log_path)
+    return ReplicatorProcess(tool, command, env, log_path, cwd=work)
 
 
 # -- Kafka helpers ------------------------------------------------------------------
@@ -663,6 +747,7 @@ def measure_throughput(tool: str, clusters, work: Path, opts: Options, load: Oth
                     say(f"  {total:,} / {opts.records:,} on {TARGET}")
                 time.sleep(POLL_S)
             cpu = proc.sampler.cpu_seconds()
+            cpu_by_role = proc.sampler.cpu_seconds_by_role()
             other_cores = load.cores_since(began)
         finally:
             stopped = proc.stop()
@@ -679,6 +764,7 @@ def measure_throughput(tool: str, clusters, work: Path, opts: Options, load: Oth
             "mib_per_s": round(payload / MIB / transfer, 2),
             "records_per_s_with_startup": round(opts.records / total_s, 1),
             "cpu_s": round(cpu, 1),
+            "cpu_s_by_process": cpu_by_role,
             "peak_rss_mib": round(proc.sampler.peak_rss_kib / 1024, 1),
             "peak_pss_mib": round(proc.sampler.peak_pss_kib / 1024, 1),
             "peak_processes": proc.sampler.peak_processes,
@@ -838,6 +924,7 @@ def measure_latency(tool: str, clusters, work: Path, opts: Options, load: OtherL
                 cpu_at_start = proc.sampler.cpu_seconds()
             proc.check()
         cpu_at_end = proc.sampler.cpu_seconds()
+        cpu_by_role = proc.sampler.cpu_seconds_by_role()
         stop.set()
         try:
             produced = results.get(timeout=120)
@@ -880,6 +967,7 @@ def measure_latency(tool: str, clusters, work: Path, opts: Options, load: OtherL
         "max_ms": ages[-1],
         "mean_ms": round(sum(ages) / len(ages), 1),
         "cpu_cores_used": round((cpu_at_end - (cpu_at_start or 0)) / opts.latency_seconds, 2),
+        "cpu_s_by_process": cpu_by_role,
         "peak_rss_mib": round(proc.sampler.peak_rss_kib / 1024, 1),
         "peak_pss_mib": round(proc.sampler.peak_pss_kib / 1024, 1),
         "other_cpu_cores": other_cores,
@@ -1100,11 +1188,7 @@ def run(opts: Options, command: str) -> dict:
     failed = True
     load = OtherLoad()
     try:
-        quiet = load.mark()
-        time.sleep(3)  # a short look at the machine before starting, not synchronisation
-        before = load.cores_since(quiet)
-        if before > 0.2:
-            say(f"warning: other processes keep {before} cores busy; results will suffer")
+        load.wait_quiet(opts.quiet_timeout)
         with clusters_running(work) as clusters:
             source = clusters[0]
             topics = [source_topic(t, "throughput") for t in opts.tools]
@@ -1113,8 +1197,10 @@ def run(opts: Options, command: str) -> dict:
             say(f"pre-loading {opts.records:,} records into {', '.join(topics)} on {SOURCE}")
             preload(source.bootstrap_servers, topics, opts)
             for tool in opts.tools:
+                load.wait_quiet(opts.quiet_timeout)
                 results[tool] = {"throughput": measure_throughput(tool, clusters, work, opts, load)}
             for tool in opts.tools:
+                load.wait_quiet(opts.quiet_timeout)
                 results[tool]["latency"] = measure_latency(tool, clusters, work, opts, load)
         failed = False
     finally:

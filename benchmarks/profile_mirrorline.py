@@ -207,6 +207,10 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mirrorline-profile-") as tmp:
         work = Path(tmp)
         os.environ[TASK_LOG_ENV] = str(work / "tasks.jsonl")  # inherited by the workers
+        # Spark's Python workers must import this checkout's Mirrorline too.
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(bench.REPO / "src"), os.environ.get("PYTHONPATH", "")) if p
+        )
         os.chdir(work)  # Spark leaves an artifacts/ directory in the working directory
         with bench.clusters_running(work) as clusters:
             report = profile(args, opts, clusters, work)
@@ -250,12 +254,12 @@ def profile(args, opts: bench.Options, clusters, work: Path) -> str:
 
     thread.start()
     try:
-        bench.wait_for(
-            lambda: sum(watcher.end_offsets(remote).values()) > 0,
-            timeout=300,
-            what="the first replicated record",
-        )
         if args.mode == "backlog":
+            bench.wait_for(
+                lambda: sum(watcher.end_offsets(remote).values()) > 0,
+                timeout=300,
+                what="the first replicated record",
+            )
             start_window()
             bench.wait_for(
                 lambda: sum(watcher.end_offsets(remote).values()) >= opts.records,
@@ -351,7 +355,8 @@ def render(args, opts, watch, progress, work, window: dict) -> str:
         lines += [
             "",
             f"Executor tasks with records: {len(tasks)}, "
-            f"{statistics.mean(t['records'] for t in tasks):,.0f} records each on average.",
+            f"{statistics.mean(t['records'] for t in tasks):,.0f} records each on average, "
+            f"run by {len({t['pid'] for t in tasks})} Python worker processes.",
             "",
             "| executor task part | total s (all tasks) | share | per 1,000 records, ms |",
             "|---|---|---|---|",
@@ -359,10 +364,10 @@ def render(args, opts, watch, progress, work, window: dict) -> str:
         total = sum(t["total_s"] for t in tasks)
         records = sum(t["records"] for t in tasks)
         for part in ("input_s", "produce_s", "flush_s", "summary_s", "total_s"):
-            seconds = sum(t[part] for t in tasks)
+            spent = sum(t[part] for t in tasks)
             lines.append(
-                f"| {part[:-2]} | {seconds:.1f} | {seconds / total:.0%} "
-                f"| {seconds / records * 1000 * 1000:.2f} |"
+                f"| {part[:-2]} | {spent:.1f} | {spent / total:.0%} "
+                f"| {spent / records * 1000 * 1000:.2f} |"
             )
     lines += ["", "| process | CPU s in the window | cores |", "|---|---|---|"]
     for role, after in sorted(window["cpu_after"].items()):

@@ -87,7 +87,10 @@ _NOT_READY = {
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._UNKNOWN_PARTITION,
 }
-POLL_S = 0.1  # how often progress on the target is looked at
+POLL_S = 0.1
+# How long a replicator's helper processes (Spark's JVM, Python workers) may take to
+# exit after its main process did, before they count as left behind and are killed.
+LEFTOVER_GRACE_S = 15.0  # how often progress on the target is looked at
 PROBE_RATE = 10  # records/s produced before the replicator is seen to work
 MIB = 1024 * 1024
 # Other processes' CPU use below which the machine counts as quiet (kernel, daemons).
@@ -374,7 +377,8 @@ class TreeSampler:
             for member, ticks in self._cpu_ticks.items():
                 role = self._roles[member]
                 by_role[role] = by_role.get(role, 0.0) + ticks / ticks_per_s
-        return {role: round(seconds, 1) for role, seconds in sorted(by_role.items())}
+        # Short-lived helpers (a shell, readlink) show up with no measurable time.
+        return {role: round(sec, 1) for role, sec in sorted(by_role.items()) if sec >= 0.05}
 
     def members(self) -> dict[int, int]:
         """The last seen tree, pid -> start time."""
@@ -382,34 +386,36 @@ class TreeSampler:
             return dict(self._members)
 
 
-def _kill_leftovers(members: dict[int, int], timeout: float = 30) -> list[str]:
-    """SIGKILL every process of a stopped tree that still runs; returns their names.
+def _end_tree(members: dict[int, int], grace: float) -> list[str]:
+    """Give a stopped replicator's other processes `grace` seconds to exit on their own,
+    then SIGKILL the rest; returns the names of those killed.
 
     A process counts as the same one only with the same pid and start time, so a
     reused pid is never touched.
     """
 
-    def running(pid: int) -> _ProcSample | None:
-        sample = _read_stat(pid)
-        if sample is None or sample.start != members[pid] or sample.state == "Z":
-            return None
-        return sample
+    def running() -> dict[int, str]:
+        alive = {}
+        for pid, start in members.items():
+            sample = _read_stat(pid)
+            if sample is not None and sample.start == start and sample.state != "Z":
+                alive[pid] = sample.name
+        return alive
 
-    killed = {}
-    for pid in members:
-        if (sample := running(pid)) is not None:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed[pid] = sample.name
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + timeout
-    for pid in killed:
-        while running(pid) is not None:
-            if time.monotonic() > deadline:
-                raise BenchmarkError(f"process {pid} ({killed[pid]}) survived SIGKILL")
-            time.sleep(0.05)
-    return sorted(killed.values())
+    deadline = time.monotonic() + grace
+    while (left := running()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for(
+        lambda: not (set(running()) & set(left)),
+        timeout=30,
+        what=f"processes {sorted(left)} to die after SIGKILL",
+    )
+    return sorted(left.values())
 
 
 def _machine_busy_seconds() -> float:
@@ -466,9 +472,10 @@ class OtherLoad:
 
 @dataclass
 class StopReport:
-    graceful: bool
-    seconds: float
-    leftovers_killed: list[str]  # processes still running after the replicator exited
+    graceful: bool  # exited by itself after SIGTERM
+    seconds: float  # from SIGTERM until the replicator's main process exited
+    tree_seconds: float  # ... until every process of its tree was gone
+    leftovers_killed: list[str]  # processes still running LEFTOVER_GRACE_S after that
 
 
 class ReplicatorProcess:
@@ -520,11 +527,15 @@ class ReplicatorProcess:
                 self.popen.kill()
                 self.popen.wait(30)
         seconds = time.monotonic() - began
-        leftovers = _kill_leftovers(members)
+        leftovers = _end_tree(members, grace=LEFTOVER_GRACE_S)
         if leftovers:
-            say(f"  killed {', '.join(leftovers)}: still running after {self.tool} exited")
+            say(
+                f"  killed {', '.join(leftovers)}: still running {LEFTOVER_GRACE_S:.0f}s "
+                f"after {TOOL_NAMES[self.tool]} exited"
+            )
+        tree_seconds = time.monotonic() - began
         self._log.close()
-        return StopReport(graceful, round(seconds, 2), leftovers)
+        return StopReport(graceful, round(seconds, 2), round(tree_seconds, 2), leftovers)
 
 
 def _tail(path: Path, lines: int = 40) -> str:

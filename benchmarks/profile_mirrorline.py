@@ -21,6 +21,7 @@ throughput case); `--mode steady` replicates `--rate` records/s for `--seconds`
 
     python benchmarks/profile_mirrorline.py --mode backlog --records 300000
     python benchmarks/profile_mirrorline.py --mode steady --rate 5000 --seconds 40
+    python benchmarks/profile_mirrorline.py --mode steady --tasks-max 2 --skip-zip-invalidation
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from mirrorline.engine.offset_syncs import OffsetSyncPublisher  # noqa: E402
 from mirrorline.engine.progress import ProgressStore  # noqa: E402
 
 TASK_LOG_ENV = "MIRRORLINE_PROFILE_TASK_LOG"
+SKIP_ZIP_ENV = "MIRRORLINE_PROFILE_SKIP_ZIP_INVALIDATION"
 # This process is the driver here; the load producer is a spawned child.
 bench._ROLES = (
     ("profile_mirrorline.py", "Python driver"),
@@ -69,6 +71,13 @@ def timed_write_batches(batches, spec):
     """
     from mirrorline.engine import writer
 
+    if os.environ.get(SKIP_ZIP_ENV) == "1":
+        # Experiment: PySpark's worker calls importlib.invalidate_caches() before
+        # every task; on Python < 3.13 that re-reads pyspark.zip's directory once
+        # per package imported from it. Skipping it shows what that costs.
+        import zipimport
+
+        zipimport.zipimporter.invalidate_caches = lambda self: None
     timings = {"input_s": 0.0, "produce_s": 0.0, "summary_s": 0.0, "records": 0}
     if not getattr(writer, "_profiled", False):
         produce_batch, summary = writer._produce_batch, writer._summary
@@ -181,7 +190,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--rate", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=40)
-    parser.add_argument("--tasks-max", type=int)
+    parser.add_argument("--tasks-max", type=int, help="default: the partition count")
+    parser.add_argument(
+        "--skip-zip-invalidation",
+        action="store_true",
+        help="experiment: make zipimport's cache invalidation a no-op in the Python workers "
+        "(from each worker's first task on), to measure its cost",
+    )
     parser.add_argument(
         "--quiet-timeout",
         type=float,
@@ -207,6 +222,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mirrorline-profile-") as tmp:
         work = Path(tmp)
         os.environ[TASK_LOG_ENV] = str(work / "tasks.jsonl")  # inherited by the workers
+        os.environ[SKIP_ZIP_ENV] = "1" if args.skip_zip_invalidation else "0"
         # Spark's Python workers must import this checkout's Mirrorline too.
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(bench.REPO / "src"), os.environ.get("PYTHONPATH", "")) if p
@@ -319,7 +335,8 @@ def steady_load(args, source, watcher, remote, start_window) -> None:
 def render(args, opts, watch, progress, work, window: dict) -> str:
     tasks = [json.loads(line) for line in (work / "tasks.jsonl").read_text().splitlines()]
     tasks = [t for t in tasks if t["records"] > 0]
-    lines = [f"## Mirrorline profile: {args.mode}", ""]
+    experiment = ", zip cache invalidation skipped" if args.skip_zip_invalidation else ""
+    lines = [f"## Mirrorline profile: {args.mode}, tasks.max {opts.tasks_max}{experiment}", ""]
     seconds = window["ended"] - window["began"]
     if args.mode == "backlog":
         lines.append(

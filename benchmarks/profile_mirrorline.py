@@ -192,6 +192,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seconds", type=float, default=40)
     parser.add_argument("--tasks-max", type=int, help="default: the partition count")
     parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="experiment: a Spark setting on top of Mirrorline's session defaults (repeatable)",
+    )
+    parser.add_argument(
         "--skip-zip-invalidation",
         action="store_true",
         help="experiment: make zipimport's cache invalidation a no-op in the Python workers "
@@ -250,7 +257,9 @@ def profile(args, opts: bench.Options, clusters, work: Path) -> str:
     load.wait_quiet(opts.quiet_timeout)
     watch = Stopwatch()
     instrument(watch)
-    spark = build_spark_session(app_name="mirrorline profile")
+    spark = build_spark_session(
+        app_name="mirrorline profile", conf=dict(kv.split("=", 1) for kv in args.spark_conf)
+    )
     progress: list[dict] = []
     progress_listener(spark, progress)
     sampler = bench.TreeSampler(os.getpid()).start()
@@ -335,7 +344,8 @@ def steady_load(args, source, watcher, remote, start_window) -> None:
 def render(args, opts, watch, progress, work, window: dict) -> str:
     tasks = [json.loads(line) for line in (work / "tasks.jsonl").read_text().splitlines()]
     tasks = [t for t in tasks if t["records"] > 0]
-    experiment = ", zip cache invalidation skipped" if args.skip_zip_invalidation else ""
+    experiment = "".join(f", {kv}" for kv in args.spark_conf)
+    experiment += ", zip cache invalidation skipped" if args.skip_zip_invalidation else ""
     lines = [f"## Mirrorline profile: {args.mode}, tasks.max {opts.tasks_max}{experiment}", ""]
     seconds = window["ended"] - window["began"]
     if args.mode == "backlog":

@@ -1093,11 +1093,13 @@ def _memory_gib() -> float:
 
 
 def _git_commit() -> str:
+    """The commit that last changed the engine (src/), which is what is measured."""
+
     def git(*args: str) -> str:
         out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
         return out.stdout.strip()
 
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    commit = git("log", "-1", "--format=%h", "--", "src") or "unknown"
     dirty = git("status", "--porcelain", "--", "src")
     return commit + ("+uncommitted changes in src" if dirty else "")
 
@@ -1157,7 +1159,7 @@ def render_results_section(report: dict, table: str) -> str:
             f"MirrorMaker 2 {versions['mirrormaker2']}), Spark {versions['spark']}, "
             f"Python {versions['python']}, {versions['java']}, confluent-kafka "
             f"{versions['confluent_kafka']} (librdkafka {versions['librdkafka']}), Mirrorline "
-            f"commit {versions['mirrorline_commit']}.",
+            f"engine (src/) at commit {versions['mirrorline_commit']}.",
             "",
             f"Raw numbers: `benchmarks/results/{report['file']}`.",
         ]

@@ -31,6 +31,7 @@ import functools
 import json
 import multiprocessing
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -211,6 +212,11 @@ def main(argv: list[str]) -> int:
         help="first wait up to this many seconds for other processes to leave the cores alone",
     )
     args = parser.parse_args(argv)
+
+    def terminate(signum, _frame) -> None:
+        raise SystemExit(f"stopped by {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, terminate)  # so that clusters and files are cleaned up
     opts = bench.Options(
         records=args.records,
         record_size=args.record_size,

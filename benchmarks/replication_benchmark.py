@@ -87,10 +87,10 @@ _NOT_READY = {
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._UNKNOWN_PARTITION,
 }
-POLL_S = 0.1
+POLL_S = 0.1  # how often progress on the target is looked at
 # How long a replicator's helper processes (Spark's JVM, Python workers) may take to
 # exit after its main process did, before they count as left behind and are killed.
-LEFTOVER_GRACE_S = 15.0  # how often progress on the target is looked at
+LEFTOVER_GRACE_S = 15.0
 PROBE_RATE = 10  # records/s produced before the replicator is seen to work
 MIB = 1024 * 1024
 # Other processes' CPU use below which the machine counts as quiet (kernel, daemons).
@@ -762,7 +762,7 @@ def measure_throughput(tool: str, clusters, work: Path, opts: Options, load: Oth
             other_cores = load.cores_since(began)
         finally:
             stopped = proc.stop()
-        transfer = done - first
+        transfer = max(done - first, POLL_S)  # no finer than the polling
         total_s = done - proc.started
         payload = opts.records * opts.record_size + _key_bytes(opts.records)
         result = {

@@ -12,11 +12,12 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk python jvm demo test lint clean
+.PHONY: help setup jdk python jvm demo test bench lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
+	@echo "make bench  set up everything and compare Mirrorline with MirrorMaker 2 (10-20 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
 
 setup: jdk python jvm
@@ -50,6 +51,11 @@ demo: setup
 test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Full scale by default; BENCH_ARGS="--records 20000 --latency-seconds 10" for a quick check.
+BENCH_ARGS ?=
+bench: setup
+	$(BIN)/python benchmarks/replication_benchmark.py $(BENCH_ARGS)
 
 lint: python
 	$(BIN)/ruff check src tests

@@ -125,9 +125,16 @@ def test_demo_replicates_both_ways_and_stops_everything_on_ctrl_c(tmp_path):
             lines.append(line)
             there = re.search(r"west/east\.orders (\d+)", line)
             back = re.search(r"east/west\.payments (\d+)", line)
+            if not line and demo.poll() is not None:
+                raise AssertionError(f"the demo exited early: {''.join(lines)[-3000:]}")
             return bool(there and back and int(there[1]) > 0 and int(back[1]) > 0)
 
-        wait_until(replicated_both_ways, timeout=180, what="demo records replicated", interval=0)
+        try:
+            wait_until(
+                replicated_both_ways, timeout=180, what="demo records replicated", interval=0
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the demo printed: {''.join(lines)[-3000:]}") from None
         assert len(_java_processes_using(directory)) == 2  # the brokers
         assert _processes_mentioning(str(directory / "mirrorline.properties")), "no driver"
         demo.send_signal(signal.SIGINT)

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+
+from mirrorline.kafka import ensure_topic
 
 
 @dataclass(frozen=True)
@@ -47,25 +49,16 @@ def create_topic(
     config: Mapping[str, str] | None = None,
     timeout: float = 30,
 ) -> None:
-    client = admin(bootstrap)  # must outlive the future, or the request is cancelled
-    futures = client.create_topics(
-        [NewTopic(name, partitions, 1, config=dict(config or {}))], request_timeout=timeout
+    """Create a new topic (replication factor 1) and wait until every partition has a leader."""
+    created = ensure_topic(
+        admin(bootstrap),
+        name,
+        partitions=partitions,
+        replication_factor=1,
+        config=config,
+        timeout=timeout,
     )
-    futures[name].result(timeout)
-    # Metadata can lag creation by a moment; wait until every partition has a leader.
-    deadline = time.monotonic() + timeout
-    while True:
-        meta = client.list_topics(name, timeout=5).topics.get(name)
-        if (
-            meta
-            and not meta.error
-            and len(meta.partitions) == partitions
-            and all(p.leader >= 0 for p in meta.partitions.values())
-        ):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"topic {name} not ready on {bootstrap}")
-        time.sleep(0.1)
+    assert created, f"topic {name} already exists on {bootstrap}"
 
 
 def topic_names(bootstrap: str) -> set[str]:

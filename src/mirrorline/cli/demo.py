@@ -20,13 +20,14 @@ from pathlib import Path
 
 import typer
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
 from mirrorline.jvm import JvmSetupError
+from mirrorline.kafka import ensure_topic
 from mirrorline.process import dying_with_parent
 
 PARTITIONS = 3
@@ -74,7 +75,8 @@ def demo(
     driver = None
     try:
         for stream in streams:
-            _create_topic(stream.source.bootstrap_servers, stream.topic)
+            admin = AdminClient({"bootstrap.servers": stream.source.bootstrap_servers})
+            ensure_topic(admin, stream.topic, partitions=PARTITIONS, replication_factor=1)
         config = _write_config(dev, directory)
         out.print(f"clusters: east {east.bootstrap_servers}, west {west.bootstrap_servers}")
         out.print(f"configuration: {config}; driver log: {directory / 'driver.log'}")
@@ -138,11 +140,6 @@ def _stop_driver(driver: subprocess.Popen[bytes]) -> None:
             driver.wait(10)
 
 
-def _create_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
-
-
 def _produce(stream: _Stream, rate: int, stop: threading.Event) -> None:
     producer = Producer({"bootstrap.servers": stream.source.bootstrap_servers, "linger.ms": 20})
     sent = 0
@@ -192,7 +189,11 @@ def _show(streams: list[_Stream], driver: subprocess.Popen[bytes], duration: flo
     try:
         while time.monotonic() < end:
             if driver.poll() is not None:
-                raise typer.Exit(_driver_died(driver))
+                err.print(
+                    f"[red]error:[/red] the driver exited with code {driver.returncode}; "
+                    "see driver.log"
+                )
+                raise typer.Exit(1)
             rows = [
                 (s, counter.count(s.source, s.topic), counter.count(s.target, s.remote))
                 for s in streams
@@ -231,8 +232,3 @@ def _table(rows) -> Table:
             "-" if replicated is None else str(max(0, (produced or 0) - replicated)),
         )
     return table
-
-
-def _driver_died(driver: subprocess.Popen[bytes]) -> int:
-    err.print(f"[red]error:[/red] the driver exited with code {driver.returncode}; see driver.log")
-    return 1

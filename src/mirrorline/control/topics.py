@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
@@ -110,10 +111,13 @@ class TopicManager:
     def sync_configs(self) -> None:
         """Copy the selected topic configs of every ready topic to its remote topic."""
         problems: dict[str, TopicProblem] = {}
-        for topic in sorted(self.ready()):
-            remote = self.flow.remote_topic(topic)
+        remotes = {topic: self.flow.remote_topic(topic) for topic in sorted(self.ready())}
+        # One DescribeConfigs request per cluster for all topics, not two per topic.
+        sources = _describe(self._source, list(remotes))
+        targets = _describe(self._target, list(remotes.values()))
+        for topic, remote in remotes.items():
             try:
-                changes = self._config_changes(topic, remote)
+                changes = self._config_changes(_entries(sources, topic), _entries(targets, remote))
                 if changes:
                     self._alter(remote, changes)
             except _TopicActionFailed as failure:
@@ -124,7 +128,7 @@ class TopicManager:
     # -- actions ---------------------------------------------------------------------
 
     def _create(self, topic: str, remote: str, partitions: int) -> None:
-        configs = self._copied_configs(topic)
+        configs = self._copied_configs(_entries(_describe(self._source, [topic]), topic))
         new = NewTopic(
             remote,
             num_partitions=partitions,
@@ -145,10 +149,10 @@ class TopicManager:
         except KafkaException as exc:
             raise _TopicActionFailed(remote, f"add partitions (to {partitions}) to", exc) from None
 
-    def _copied_configs(self, topic: str) -> dict[str, str]:
+    def _copied_configs(self, source: Mapping[str, ConfigEntry]) -> dict[str, str]:
         """The source topic's config entries the flow copies."""
         selected = {}
-        for name, entry in _describe(self._source, topic).items():
+        for name, entry in source.items():
             if entry.is_sensitive or entry.value is None:
                 continue
             explicit = entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -161,9 +165,10 @@ class TopicManager:
                 selected[name] = entry.value
         return selected
 
-    def _config_changes(self, topic: str, remote: str) -> list[ConfigEntry]:
-        wanted = self._copied_configs(topic)
-        current = _describe(self._target, remote)
+    def _config_changes(
+        self, source: Mapping[str, ConfigEntry], current: Mapping[str, ConfigEntry]
+    ) -> list[ConfigEntry]:
+        wanted = self._copied_configs(source)
         changes = [
             ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
             for name, value in sorted(wanted.items())
@@ -203,9 +208,16 @@ def _partition_counts(admin: AdminClient) -> dict[str, int]:
     }
 
 
-def _describe(admin: AdminClient, topic: str) -> Mapping[str, ConfigEntry]:
-    resource = ConfigResource(ResourceType.TOPIC, topic)
+def _describe(admin: AdminClient, topics: list[str]) -> dict[str, Future]:
+    """Ask for the configs of all `topics` at once; `_entries` gives one topic's answer."""
+    if not topics:
+        return {}
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics])
+    return {resource.name: future for resource, future in futures.items()}
+
+
+def _entries(described: Mapping[str, Future], topic: str) -> Mapping[str, ConfigEntry]:
     try:
-        return admin.describe_configs([resource])[resource].result(_TIMEOUT_S)
+        return described[topic].result(_TIMEOUT_S)
     except KafkaException as exc:
         raise _TopicActionFailed(topic, "describe configs of", exc) from None

@@ -52,7 +52,7 @@ _SPARK_MANAGED = {
 }
 # How often Spark looks for new records when there are none (each look lists offsets).
 TRIGGER_INTERVAL = "200 milliseconds"
-EARLIEST, LATEST = -2, -1  # Spark's symbolic offsets
+EARLIEST = -2  # Spark's symbolic offset for the start of a partition
 
 
 @dataclass(frozen=True)
@@ -332,6 +332,9 @@ class FlowRunner:
         position = self.flow.start_position
         if position.kind == "earliest":
             return {tp: EARLIEST for tp in partitions}
+        if position.kind == "offsets":
+            explicit = {(o.topic, o.partition): o.offset for o in position.offsets}
+            return {tp: explicit.get(tp, EARLIEST) for tp in partitions}
         consumer = Consumer(
             {
                 **self.flow.client_settings("source", "consumer"),
@@ -345,24 +348,17 @@ class FlowRunner:
                     (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1]
                     for t, p in partitions
                 }
-            if position.kind == "timestamp":
-                found = consumer.offsets_for_times(
-                    [TopicPartition(t, p, position.timestamp_ms) for t, p in partitions], timeout=30
-                )
-                # No record at or after the time: start at the end of the partition.
-                return {
-                    (tp.topic, tp.partition): tp.offset
-                    if tp.offset >= 0
-                    else consumer.get_watermark_offsets(
-                        TopicPartition(tp.topic, tp.partition), timeout=30
-                    )[1]
-                    for tp in found
-                }
+            # A time: the first record at or after it, else the end of the partition.
+            found = consumer.offsets_for_times(
+                [TopicPartition(t, p, position.timestamp_ms) for t, p in partitions], timeout=30
+            )
             return {
-                (t, p): position.offset_for(t, p)
-                if position.offset_for(t, p) is not None
-                else EARLIEST
-                for t, p in partitions
+                (tp.topic, tp.partition): tp.offset
+                if tp.offset >= 0
+                else consumer.get_watermark_offsets(
+                    TopicPartition(tp.topic, tp.partition), timeout=30
+                )[1]
+                for tp in found
             }
         finally:
             consumer.close()

@@ -24,18 +24,6 @@ class NoFlowsError(ValueError):
     """The configuration (after `--clusters`) leaves nothing for the driver to do."""
 
 
-class UnsupportedSettingError(ValueError):
-    """A flow asks for a guarantee this version of Mirrorline cannot give yet."""
-
-
-# Settings whose meaning a user relies on: running without them would silently
-# weaken a guarantee, so the driver refuses to start instead.
-_REFUSED = {
-    ("exactly.once.source.support", "enabled"): "exactly-once replication is not available "
-    "yet; records are replicated at least once",
-    ("errors.tolerance", "all"): "skipping records the target refuses is not available yet; "
-    "a refused record stops the flow",
-}
 # Control loops that are configured (often by MM2's defaults) but not built yet.
 _NOT_YET = {
     "emit.checkpoints.enabled": "consumer-group checkpoints",
@@ -46,18 +34,18 @@ _NOT_YET = {
 
 
 def check_supported(flows: Iterable[FlowConfig]) -> list[str]:
-    """Notes on configured loops not built yet; raises for refused guarantees."""
-    refused, notes = [], []
+    """Notes on configured loops not built yet and on settings that have no effect."""
+    notes = []
     for flow in flows:
-        for (name, value), why in _REFUSED.items():
-            if str(flow.value(name)) == value:
-                setting = flow.setting(name)
-                refused.append(f"flow {flow.name}: {name} = {value} ({setting.origin}): {why}")
         missing = [what for name, what in _NOT_YET.items() if flow.value(name)]
         if missing:
             notes.append(f"flow {flow.name}: not performed by this version: {', '.join(missing)}")
-    if refused:
-        raise UnsupportedSettingError("\n".join(refused))
+        dead_letter = flow.setting("errors.deadletterqueue.topic.name")
+        if dead_letter.value and flow.value("errors.tolerance") != "all":
+            notes.append(
+                f"flow {flow.name}: errors.deadletterqueue.topic.name ({dead_letter.origin}) "
+                "is unused: refused records stop the flow unless errors.tolerance = all"
+            )
     return notes
 
 

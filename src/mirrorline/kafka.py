@@ -63,15 +63,28 @@ class AckedWriter:
     For Mirrorline's own records (progress, offset syncs): idempotent, `acks=all`,
     and an error names what was being written. The producer is created on first
     use and kept for the next batches.
+
+    With a `transactional_id`, each `write` is one transaction, and creating the
+    producer fences every earlier producer with the same id: a writer that has
+    been replaced (an old driver that lost its flow) can no longer write.
     """
 
-    def __init__(self, producer_settings: Mapping[str, object], what: str) -> None:
+    def __init__(
+        self,
+        producer_settings: Mapping[str, object],
+        what: str,
+        *,
+        transactional_id: str | None = None,
+    ) -> None:
         self._settings = {
             **producer_settings,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
         }
+        if transactional_id is not None:
+            self._settings["transactional.id"] = transactional_id
+        self._transactional = transactional_id is not None
         self._what = what
         self._producer: Producer | None = None
 
@@ -84,8 +97,23 @@ class AckedWriter:
         timeout: float = 60.0,
     ) -> int:
         """Produce (key, value) pairs in order; the count, or KafkaOperationError."""
+        try:
+            return self._write(topic, records, partition, timeout)
+        except KafkaException as exc:
+            # Fenced, or the transaction failed: a later write starts with a new producer.
+            self._producer = None
+            raise KafkaOperationError(
+                f"{self._what} not written to {topic}: {exc.args[0].str()}"
+            ) from None
+
+    def _write(self, topic, records, partition, timeout) -> int:
         if self._producer is None:
-            self._producer = Producer(self._settings)
+            producer = Producer(self._settings)
+            if self._transactional:
+                producer.init_transactions(timeout)
+            self._producer = producer
+        if self._transactional:
+            self._producer.begin_transaction()
         errors: list[str] = []
 
         def delivered(error, _msg) -> None:
@@ -100,7 +128,11 @@ class AckedWriter:
         remaining = self._producer.flush(timeout)
         if remaining or errors:
             detail = errors[0] if errors else f"{remaining} records unacknowledged"
+            if self._transactional:
+                self._producer = None  # its transaction is left to be aborted by the next one
             raise KafkaOperationError(f"{self._what} not written to {topic}: {detail}")
+        if self._transactional:
+            self._producer.commit_transaction(timeout)
         return count
 
     def close(self, timeout: float = 5.0) -> None:

@@ -66,6 +66,7 @@ MM2_DEFAULTS = {
     "consumer.poll.timeout.ms": 1000,
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
+    "errors.deadletterqueue.topic.replication.factor": 3,
     "max.poll.records": 20000,
 }
 

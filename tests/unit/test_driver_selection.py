@@ -9,7 +9,6 @@ from mirrorline.cli.main import app
 from mirrorline.config import parse_config
 from mirrorline.driver import (
     NoFlowsError,
-    UnsupportedSettingError,
     check_supported,
     select_flows,
 )
@@ -43,18 +42,18 @@ def test_nothing_enabled_says_how_to_enable():
         select_flows(parse_config(text), None)
 
 
-@pytest.mark.parametrize(
-    "line, named",
-    [
-        ("a->b.exactly.once.source.support = enabled", "exactly.once.source.support"),
-        ("errors.tolerance = all", "errors.tolerance"),
-    ],
-)
-def test_refuses_guarantees_it_cannot_give(line, named):
-    flows = select_flows(parse_config(BASE + line + "\n"), None)
-    with pytest.raises(UnsupportedSettingError, match=named) as raised:
-        check_supported(flows)
-    assert "<text>:8" in str(raised.value)  # the line that asked for it
+def test_accepts_exactly_once_and_error_tolerance():
+    text = BASE + "a->b.exactly.once.source.support = enabled\nerrors.tolerance = all\n"
+    flows = select_flows(parse_config(text), None)
+    assert flows[0].value("exactly.once.source.support") == "enabled"
+    assert not any("exactly" in n or "tolerance" in n for n in check_supported(flows))
+
+
+def test_notes_an_unused_dead_letter_topic_with_its_line():
+    text = BASE + "errors.deadletterqueue.topic.name = dlq\n"
+    notes = check_supported(select_flows(parse_config(text), None))
+    unused = [n for n in notes if "errors.deadletterqueue.topic.name" in n]
+    assert len(unused) == 2 and "<text>:8" in unused[0] and "errors.tolerance = all" in unused[0]
 
 
 def test_notes_loops_not_built_yet_and_quiet_when_disabled():

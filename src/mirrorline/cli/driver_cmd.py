@@ -15,7 +15,6 @@ from mirrorline.config import ConfigError, load_config
 from mirrorline.driver import (
     Driver,
     NoFlowsError,
-    UnsupportedSettingError,
     check_supported,
     select_flows,
 )
@@ -52,7 +51,7 @@ def driver(
     except ConfigError as exc:
         err.print(f"[red]{config}:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
-    except (NoFlowsError, UnsupportedSettingError) as exc:
+    except NoFlowsError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
 

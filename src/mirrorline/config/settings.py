@@ -270,6 +270,12 @@ _SPECS = [
         "Mirrorline: with errors.tolerance=all, topic on the target for records not written.",
     ),
     SettingSpec(
+        "errors.deadletterqueue.topic.replication.factor",
+        "3",
+        parse_replication_factor,
+        "Replication factor of the dead-letter topic when Mirrorline creates it.",
+    ),
+    SettingSpec(
         "max.poll.records",
         "20000",
         lambda t: parse_int(t, minimum=1),

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -34,10 +34,12 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.topics import TopicManager
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
-from mirrorline.engine.progress import ProgressStore, SourcePartition
+from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SourcePartition
 from mirrorline.engine.provenance import Provenance
-from mirrorline.engine.writer import RESULT_DDL, WriteSpec, write_batches
+from mirrorline.engine.transactional import position_group
+from mirrorline.engine.writer import RESULT_DDL, ExactlyOnceSpec, WriteSpec, write_batches
 from mirrorline.formats import OffsetSync
+from mirrorline.kafka import ensure_topic
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ _SPARK_MANAGED = {
 # How often Spark looks for new records when there are none (each look lists offsets).
 TRIGGER_INTERVAL = "200 milliseconds"
 EARLIEST = -2  # Spark's symbolic offset for the start of a partition
+# How many descriptions of refused records a flow's status keeps.
+RECENT_REFUSALS = 5
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,11 @@ class FlowStatus:
     bytes: int = 0
     problems: tuple[str, ...] = ()
     last_batch: BatchStats | None = None
+    exactly_once: bool = False
+    # Running totals since the driver started, named for metrics exporters.
+    counters: Mapping[str, int] = field(default_factory=dict)
+    # The latest records the target refused (errors.tolerance = all), newest last.
+    refusals: tuple[str, ...] = ()
 
 
 @dataclass
@@ -100,6 +109,21 @@ class _Totals:
     records: int = 0
     bytes: int = 0
     last_batch: BatchStats | None = None
+    # records refused by the target / of those written to the dead-letter topic /
+    # records a replayed exactly-once batch found already committed
+    refused: int = 0
+    dead_lettered: int = 0
+    skipped_committed: int = 0
+    refusals: tuple[str, ...] = ()
+
+    def counters(self) -> dict[str, int]:
+        return {
+            "records_replicated": self.records,
+            "bytes_replicated": self.bytes,
+            "records_refused": self.refused,
+            "records_dead_lettered": self.dead_lettered,
+            "records_already_committed": self.skipped_committed,
+        }
 
 
 class FlowRunner:
@@ -157,6 +181,8 @@ class FlowRunner:
         self._refresh = _Due(_seconds(flow.interval("refresh.topics")))
         self._config_sync = _Due(_seconds(flow.interval("sync.topic.configs")))
         self._emit_syncs = bool(flow.value("emit.offset-syncs.enabled"))
+        self._exactly_once = flow.value("exactly.once.source.support") == "enabled"
+        self._dead_letter_topic = str(flow.value("errors.deadletterqueue.topic.name") or "")
         self._prepared = False
         self._provenance: Provenance | None = None
         self._retry_at: float | None = None
@@ -180,7 +206,18 @@ class FlowRunner:
                 self.progress.ensure_topic()
                 if self._emit_syncs:
                     self.syncs.ensure_topic()
-                self._next_offsets = self.progress.load()
+                if self._dead_letter_topic:
+                    self._ensure_dead_letter_topic()
+                saved = self.progress.load_state()
+                if self._emit_syncs:
+                    # Syncs of the last exactly-once batches, in case their driver
+                    # died before publishing them (publishing twice is harmless).
+                    self.syncs.publish(
+                        OffsetSync(t, p, u, d)
+                        for (t, p), syncs in saved.last_syncs.items()
+                        for u, d in syncs
+                    )
+                self._next_offsets = saved.next_offsets
                 self._provenance = self._provenance_for_policy()
                 self._prepared = True
             if self._refresh.take(now):
@@ -216,6 +253,9 @@ class FlowRunner:
                 problems=tuple(str(p) for p in self.topics.problems())
                 + tuple(f"{loop} failed: {error}" for loop, error in self._loop_errors.items()),
                 last_batch=totals.last_batch,
+                exactly_once=self._exactly_once,
+                counters=totals.counters(),
+                refusals=totals.refusals,
             )
 
     # -- the query -------------------------------------------------------------------
@@ -236,6 +276,9 @@ class FlowRunner:
             remote_topics={t: self.flow.remote_topic(t) for t in ready},
             offset_lag_max=int(self.flow.value("offset.lag.max")),
             provenance=self._provenance,
+            tolerate_refusals=self.flow.value("errors.tolerance") == "all",
+            dead_letter_topic=self._dead_letter_topic or None,
+            exactly_once=self._exactly_once_spec(),
         )
         reader = self._spark.readStream.format("kafka")
         for key, value in self.flow.java_client_settings("source", "consumer").items():
@@ -294,7 +337,11 @@ class FlowRunner:
         for r in rows:
             key = (r.topic, r.partition)
             advanced[key] = max(advanced.get(key, 0), r.next_offset)
-        self.progress.save(advanced)
+        if not self._exactly_once:  # exactly-once tasks committed their progress themselves
+            self.progress.save(advanced)
+        refusals = [text for r in rows for text in r.refusals]
+        for text in refusals:
+            log.warning("flow %s skipped a refused record: %s", self.flow.name, text)
         stats = BatchStats(
             batch_id=batch_id,
             records=sum(r.records for r in rows),
@@ -309,6 +356,11 @@ class FlowRunner:
             self._totals.records += stats.records
             self._totals.bytes += stats.bytes
             self._totals.last_batch = stats
+            self._totals.refused += sum(r.refused for r in rows)
+            self._totals.dead_lettered += sum(r.dead_lettered for r in rows)
+            self._totals.skipped_committed += sum(r.skipped for r in rows)
+            if refusals:
+                self._totals.refusals = (self._totals.refusals + tuple(refusals))[-RECENT_REFUSALS:]
             self._failures = 0
 
     def _starting_offsets(self, ready: Mapping[str, int]) -> dict[str, dict[str, int]]:
@@ -363,6 +415,25 @@ class FlowRunner:
         finally:
             consumer.close()
 
+    def _exactly_once_spec(self) -> ExactlyOnceSpec | None:
+        if not self._exactly_once:
+            return None
+        return ExactlyOnceSpec(
+            progress_topic=PROGRESS_TOPIC,
+            position_group=position_group(self.flow.name),
+            consumer_settings=dict(self.flow.client_settings("target", "consumer")),
+        )
+
+    def _ensure_dead_letter_topic(self) -> None:
+        ensure_topic(
+            AdminClient(dict(self.flow.client_settings("target", "admin"))),
+            self._dead_letter_topic,
+            partitions=1,
+            replication_factor=int(
+                self.flow.value("errors.deadletterqueue.topic.replication.factor")
+            ),
+        )
+
     def _provenance_for_policy(self) -> Provenance | None:
         """Provenance headers, for policies whose topic names cannot reveal loops."""
         if self.flow.policy.detects_cycles_by_name:
@@ -380,6 +451,9 @@ class FlowRunner:
         error = query.exception()
         self._stop_query()
         self._assigned = {}
+        # Start again from the committed progress: some tasks of the failed batch
+        # may have committed (exactly-once), and the flow's view is reloaded anyway.
+        self._prepared = False
         raise _QueryDied(_summarise(str(error)) if error is not None else "the query stopped")
 
     def _stop_query(self) -> None:

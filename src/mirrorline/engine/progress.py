@@ -2,22 +2,32 @@
 
 The progress topic (`mirrorline.progress.internal`, compacted, one partition)
 holds, per flow and source partition, the next source offset to replicate. It is
-written after the target acknowledged a batch's records, and it is what a flow
-resumes from: Spark's checkpoint directory is never the source of truth, so a
-flow continues correctly when its driver moves to another host.
+written once the target holds a batch's records (at-least-once: by the driver
+after the batch; exactly-once: by each task, in the transaction that writes the
+records), and it is what a flow resumes from: Spark's checkpoint directory is
+never the source of truth, so a flow continues correctly when its driver moves
+to another host.
+
+Every write is transactional, with one transactional id per flow for the
+driver's writes: a driver that takes a flow over fences the previous one, whose
+later progress writes then fail instead of moving the flow back.
 
 Record format, version 1 (JSON, UTF-8):
 
 - key: ``{"flow": "east->west", "partition": 0, "topic": "orders"}`` (sorted keys,
   no spaces, so that compaction keeps one record per flow and partition);
-- value: ``{"next_offset": 1234, "updated_ms": 1700000000000, "version": 1}``.
+- value: ``{"next_offset": 1234, "updated_ms": 1700000000000, "version": 1}``,
+  with, when written by an exactly-once task, ``"syncs": [[upstream, downstream],
+  ...]``: the offset syncs of the batch it completes. The driver publishes those
+  syncs after the batch; if it dies before, the next driver publishes them from here.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -28,6 +38,39 @@ PROGRESS_TOPIC = "mirrorline.progress.internal"
 FORMAT_VERSION = 1
 
 SourcePartition = tuple[str, int]  # (source topic, partition)
+
+
+@dataclass
+class SavedProgress:
+    """What the progress topic says about one flow."""
+
+    next_offsets: dict[SourcePartition, int] = field(default_factory=dict)
+    # The offset syncs stored with each partition's latest progress (exactly-once mode).
+    last_syncs: dict[SourcePartition, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def progress_record(
+    flow: str,
+    topic: str,
+    partition: int,
+    next_offset: int,
+    syncs: Iterable[tuple[int, int]] = (),
+) -> tuple[bytes, bytes]:
+    """The (key, value) of one progress entry, in format version 1."""
+    value: dict[str, object] = {
+        "next_offset": next_offset,
+        "updated_ms": int(time.time() * 1000),
+        "version": FORMAT_VERSION,
+    }
+    syncs = [[u, d] for u, d in syncs]
+    if syncs:
+        value["syncs"] = syncs
+    return _key(flow, topic, partition), json.dumps(value, sort_keys=True).encode()
+
+
+def driver_transactional_id(flow: str) -> str:
+    """The transactional id of the driver's progress writes for `flow`."""
+    return f"mirrorline.progress.{flow}"
 
 
 class ProgressStore:
@@ -48,7 +91,11 @@ class ProgressStore:
         self._admin_settings = dict(admin_settings)
         self._consumer_settings = dict(consumer_settings)
         self._replication_factor = replication_factor
-        self._writer = AckedWriter(producer_settings, f"flow {flow}: progress")
+        self._writer = AckedWriter(
+            producer_settings,
+            f"flow {flow}: progress",
+            transactional_id=driver_transactional_id(flow),
+        )
 
     def ensure_topic(self) -> None:
         ensure_topic(
@@ -61,6 +108,14 @@ class ProgressStore:
 
     def load(self, timeout: float = 60.0) -> dict[SourcePartition, int]:
         """The flow's next source offset per partition, read up to the topic's end."""
+        return self.load_state(timeout).next_offsets
+
+    def load_state(self, timeout: float = 60.0) -> SavedProgress:
+        """The flow's saved progress, read up to the last committed record.
+
+        Read committed: a transaction left open by a killed writer ends the read
+        where it starts (its records are not progress), instead of stalling it.
+        """
         consumer = Consumer(
             {
                 **self._consumer_settings,
@@ -69,10 +124,11 @@ class ProgressStore:
                 "isolation.level": "read_committed",
             }
         )
-        progress: dict[SourcePartition, int] = {}
+        saved = SavedProgress()
         try:
             partition = TopicPartition(self.topic, 0)
-            _, end = consumer.get_watermark_offsets(partition, timeout=timeout)
+            # For a read-committed consumer this is the last stable offset.
+            _, end = consumer.get_watermark_offsets(partition, timeout=timeout, cached=False)
             consumer.assign([TopicPartition(self.topic, 0, 0)])
             deadline = time.monotonic() + timeout
             position = 0
@@ -88,30 +144,27 @@ class ProgressStore:
                     position = msg.offset() + 1
                     entry = _decode(msg.key(), msg.value())
                     if entry is not None and entry[0] == self.flow:
-                        _, source_partition, next_offset = entry
-                        if next_offset is None:
-                            progress.pop(source_partition, None)
+                        _, source_partition, value = entry
+                        if value is None:
+                            saved.next_offsets.pop(source_partition, None)
+                            saved.last_syncs.pop(source_partition, None)
                         else:
-                            progress[source_partition] = next_offset
+                            saved.next_offsets[source_partition] = int(value["next_offset"])
+                            saved.last_syncs[source_partition] = [
+                                (int(u), int(d)) for u, d in value.get("syncs", ())
+                            ]
                 # Compaction and transaction markers leave offsets without records.
                 position = max(position, consumer.position([partition])[0].offset)
         finally:
             consumer.close()
-        return progress
+        return saved
 
     def save(self, progress: Mapping[SourcePartition, int], timeout: float = 60.0) -> None:
-        """Write the given partitions' next offsets and wait until they are acknowledged."""
-        now = int(time.time() * 1000)
+        """Write the given partitions' next offsets and wait until they are committed."""
         self._writer.write(
             self.topic,
             (
-                (
-                    _key(self.flow, topic, partition),
-                    json.dumps(
-                        {"next_offset": offset, "updated_ms": now, "version": FORMAT_VERSION},
-                        sort_keys=True,
-                    ).encode(),
-                )
+                progress_record(self.flow, topic, partition, offset)
                 for (topic, partition), offset in progress.items()
             ),
             timeout=timeout,
@@ -130,15 +183,15 @@ def _key(flow: str, topic: str, partition: int) -> bytes:
 
 
 def _decode(key: bytes | None, value: bytes | None):
-    """(flow, (topic, partition), next offset or None for a deleted entry), or None."""
+    """(flow, (topic, partition), value dict or None for a deleted entry), or None."""
     try:
         k = json.loads(key)
         source_partition = (k["topic"], int(k["partition"]))
         if value is None:
             return k["flow"], source_partition, None
         v = json.loads(value)
-        if v.get("version") != FORMAT_VERSION:
+        if v.get("version") != FORMAT_VERSION or "next_offset" not in v:
             return None
-        return k["flow"], source_partition, int(v["next_offset"])
+        return k["flow"], source_partition, v
     except (TypeError, ValueError, KeyError):
         return None  # not a record of this format: ignored, never fatal

@@ -4,8 +4,16 @@ Spark hands each task the source records of its Kafka partitions as Arrow batche
 (`mapInArrow`). The task produces every record with librdkafka to the remote topic,
 same partition, key, value (null kept), headers and original timestamp, waits for
 every delivery report, and returns one summary row per source partition: counts,
-offset ranges on both sides, the record age, and the offset syncs that make
-translation exact (see `sync_points`).
+offset ranges on both sides, the record age, the records it could not write, and
+the offset syncs that make translation exact (see `sync_points`).
+
+Two ways to write:
+
+- at least once (the default): one idempotent producer per worker, reused across
+  tasks; the driver saves the progress after the batch, so a crash in between
+  writes the batch again;
+- exactly once (`exactly.once.source.support = enabled`): each partition's
+  records and its new progress are one Kafka transaction (see `transactional`).
 
 Delivery reports arrive in produce order per partition (the producer is
 idempotent), so the i-th report of a target partition belongs to the i-th record
@@ -17,14 +25,16 @@ from __future__ import annotations
 import sys
 import time
 import zipimport
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from mirrorline.engine.provenance import Provenance
+from mirrorline.engine.refusals import Refusal, is_refusal, refusal
 from mirrorline.engine.sync_points import sync_points
 
 # Settings that exactness and ordering depend on; user settings cannot weaken them.
@@ -38,6 +48,8 @@ DEFAULT_PRODUCER_SETTINGS: Mapping[str, object] = {
     "compression.type": "none",
     "queue.buffering.max.messages": 500_000,
 }
+# How many refusals a summary row describes in words (all are counted).
+REFUSALS_DESCRIBED = 3
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -45,6 +57,10 @@ RESULT_SCHEMA = pa.schema(
         ("partition", pa.int32()),
         ("records", pa.int64()),
         ("filtered", pa.int64()),
+        ("skipped", pa.int64()),
+        ("refused", pa.int64()),
+        ("dead_lettered", pa.int64()),
+        ("refusals", pa.list_(pa.string())),
         ("next_offset", pa.int64()),
         ("bytes", pa.int64()),
         ("first_offset", pa.int64()),
@@ -61,7 +77,8 @@ RESULT_SCHEMA = pa.schema(
 )
 # The same schema as a Spark DDL string, for `mapInArrow`.
 RESULT_DDL = (
-    "topic string, partition int, records bigint, filtered bigint, next_offset bigint, "
+    "topic string, partition int, records bigint, filtered bigint, skipped bigint, "
+    "refused bigint, dead_lettered bigint, refusals array<string>, next_offset bigint, "
     "bytes bigint, first_offset bigint, "
     "last_offset bigint, first_target_offset bigint, last_target_offset bigint, "
     "min_timestamp bigint, max_age_ms bigint, "
@@ -71,6 +88,16 @@ RESULT_DDL = (
 
 class DeliveryFailed(RuntimeError):
     """The target refused a record; the message names topic, partition and offset."""
+
+
+@dataclass(frozen=True)
+class ExactlyOnceSpec:
+    """Where exactly-once tasks keep their progress (see `transactional`)."""
+
+    progress_topic: str
+    # The consumer group whose committed offsets index each partition's progress.
+    position_group: str
+    consumer_settings: Mapping[str, object]
 
 
 @dataclass(frozen=True)
@@ -84,117 +111,270 @@ class WriteSpec:
     # Set for policies that cannot see loops from topic names (see `provenance`).
     provenance: Provenance | None = None
     flush_timeout_s: float = 300.0
+    # errors.tolerance = all: skip (and dead-letter) records the target refuses.
+    tolerate_refusals: bool = False
+    dead_letter_topic: str | None = None
+    exactly_once: ExactlyOnceSpec | None = None
+
+
+class SourceRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int  # epoch milliseconds
+    headers: list[tuple[str, bytes | None]]
+    size: int
 
 
 @dataclass
-class _PartitionLog:
+class PartitionLog:
     """What one task wrote for one source partition."""
 
-    next_offset: int = 0  # after the last record seen, written or filtered
+    next_offset: int = 0  # after the last record seen, written or not
     filtered: int = 0  # records not written because they have been in the target before
+    skipped: int = 0  # records an earlier attempt already committed (exactly-once)
     source_offsets: list[int] = field(default_factory=list)
-    target_offsets: list[int] = field(default_factory=list)
+    target_offsets: list[int] = field(default_factory=list)  # -1: refused
+    refusals: list[Refusal] = field(default_factory=list)
+    dead_lettered: int = 0
     bytes: int = 0
     min_timestamp: int | None = None
+
+    def note_written(self, record: SourceRecord) -> None:
+        self.source_offsets.append(record.offset)
+        self.bytes += record.size
+        if self.min_timestamp is None or record.timestamp < self.min_timestamp:
+            self.min_timestamp = record.timestamp
+
+    def delivered(self) -> tuple[list[int], list[int]]:
+        """Source and target offsets of the records the target accepted."""
+        pairs = [
+            (s, t) for s, t in zip(self.source_offsets, self.target_offsets, strict=True) if t >= 0
+        ]
+        return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 def write_batches(batches: Iterator[pa.RecordBatch], spec: WriteSpec) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` function: produce the records, yield the per-partition summary."""
     _keep_zip_import_caches()
+    if spec.exactly_once is not None:
+        from mirrorline.engine.transactional import write_exactly_once
+
+        logs = write_exactly_once(_records(batches), spec)
+    else:
+        logs = _write_at_least_once(_records(batches), spec)
+    yield _summary(logs, spec.offset_lag_max)
+
+
+def _records(batches: Iterator[pa.RecordBatch]) -> Iterator[SourceRecord]:
+    for batch in batches:
+        topics = batch.column("topic").to_pylist()
+        partitions = batch.column("partition").to_pylist()
+        offsets = batch.column("offset").to_pylist()
+        keys = batch.column("key").to_pylist()
+        values = batch.column("value").to_pylist()
+        # Spark keeps Kafka's millisecond timestamps as microseconds.
+        timestamps = pc.divide(batch.column("timestamp").cast(pa.int64()), 1000).to_pylist()
+        headers = batch.column("headers").to_pylist() if "headers" in batch.schema.names else None
+        sizes = pc.add(
+            pc.fill_null(pc.binary_length(batch.column("key")), 0),
+            pc.fill_null(pc.binary_length(batch.column("value")), 0),
+        ).to_pylist()
+        for i, topic in enumerate(topics):
+            record_headers = [(h["key"], h["value"]) for h in (headers[i] or ())] if headers else []
+            yield SourceRecord(
+                topic,
+                partitions[i],
+                offsets[i],
+                keys[i],
+                values[i],
+                timestamps[i],
+                record_headers,
+                sizes[i],
+            )
+
+
+def headers_to_write(record: SourceRecord, spec: WriteSpec) -> list | None:
+    """The headers of the copy, or None when provenance says the target had it before."""
+    if spec.provenance is None:
+        return record.headers
+    if spec.provenance.has_been_in_target(record.headers, spec.remote_topics[record.topic]):
+        return None
+    return [*record.headers, spec.provenance.mark(record.topic)]
+
+
+def produce_copy(
+    producer: Producer,
+    spec: WriteSpec,
+    record: SourceRecord,
+    headers: list,
+    on_delivery: Callable,
+) -> Refusal | None:
+    """Queue the copy of `record`; a Refusal when the client refuses it outright.
+
+    librdkafka checks some limits (message.max.bytes) before queueing; those
+    refusals come back here rather than in a delivery report.
+    """
+    remote = spec.remote_topics[record.topic]
+    kwargs = {"headers": headers} if headers else {}
+    while True:
+        try:
+            producer.produce(
+                remote,
+                key=record.key,
+                value=record.value,
+                partition=record.partition,
+                timestamp=record.timestamp,
+                on_delivery=on_delivery,
+                **kwargs,
+            )
+            return None
+        except BufferError:
+            # Local queue full: let deliveries drain, then retry this record.
+            producer.poll(0.05)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() == KafkaError._UNKNOWN_PARTITION and _refresh_metadata(
+                producer, remote, record.partition
+            ):
+                continue  # the partition was added after this producer's last look
+            if is_refusal(error):
+                return refusal(record.topic, record.partition, record.offset, remote, error)
+            raise DeliveryFailed(
+                f"flow {spec.flow}: cannot write {record.topic}[{record.partition}] offset "
+                f"{record.offset} to {remote}: {error.str()}"
+            ) from None
+
+
+def refused_or_raise(spec: WriteSpec, found: Refusal) -> None:
+    """Under errors.tolerance = none a refusal stops the flow, naming the record."""
+    if not spec.tolerate_refusals:
+        raise DeliveryFailed(f"flow {spec.flow}: {found.describe()}")
+
+
+def produce_dead_letter(
+    producer: Producer,
+    spec: WriteSpec,
+    found: Refusal,
+    record: SourceRecord,
+    on_delivery: Callable,
+) -> bool:
+    """Queue the refused record for the dead-letter topic; False when none is configured."""
+    if not spec.dead_letter_topic:
+        return False
+    while True:
+        try:
+            producer.produce(
+                spec.dead_letter_topic,
+                key=record.key,
+                value=record.value,
+                timestamp=record.timestamp,
+                headers=[*record.headers, *found.headers(spec.flow)],
+                on_delivery=on_delivery,
+            )
+            return True
+        except BufferError:
+            producer.poll(0.05)
+        except KafkaException as exc:
+            raise DeliveryFailed(
+                f"flow {spec.flow}: dead-letter topic {spec.dead_letter_topic} refused the "
+                f"record from {found.topic}[{found.partition}] offset {found.offset}: "
+                f"{exc.args[0].str()}"
+            ) from None
+
+
+def _write_at_least_once(records: Iterator[SourceRecord], spec: WriteSpec):
     producer = _producer(spec.producer_settings)
-    logs: dict[tuple[str, int], _PartitionLog] = {}
+    logs: dict[tuple[str, int], PartitionLog] = {}
     failures: list[str] = []
+    refused: list[tuple[Refusal, SourceRecord]] = []
     source_of = {remote: source for source, remote in spec.remote_topics.items()}
 
     def delivered(error, msg) -> None:
         log = logs[(source_of[msg.topic()], msg.partition())]
-        if error is not None:
-            index = len(log.target_offsets)
-            failures.append(
-                f"{msg.topic()}[{msg.partition()}] refused the record from source offset "
-                f"{log.source_offsets[index]}: {error.str()}"
-            )
-            log.target_offsets.append(-1)
-        else:
+        index = len(log.target_offsets)
+        if error is None:
             log.target_offsets.append(msg.offset())
+            return
+        log.target_offsets.append(-1)
+        offset = log.source_offsets[index]
+        found = refusal(source_of[msg.topic()], msg.partition(), offset, msg.topic(), error)
+        if spec.tolerate_refusals and is_refusal(error):
+            copy = SourceRecord(
+                found.topic,
+                found.partition,
+                offset,
+                msg.key(),
+                msg.value(),
+                msg.timestamp()[1],
+                list(msg.headers() or ()),
+                0,
+            )
+            refused.append((found, copy))
+        else:
+            failures.append(found.describe())
 
     try:
-        for batch in batches:
-            _produce_batch(producer, batch, spec, logs, delivered)
-        remaining = producer.flush(spec.flush_timeout_s)
-        if remaining:
-            raise DeliveryFailed(
-                f"flow {spec.flow}: {remaining} records not acknowledged by the target "
-                f"within {spec.flush_timeout_s:.0f}s"
-            )
+        for count, record in enumerate(records):
+            log = logs.get((record.topic, record.partition))
+            if log is None:
+                log = logs[(record.topic, record.partition)] = PartitionLog()
+            log.next_offset = record.offset + 1
+            headers = headers_to_write(record, spec)
+            if headers is None:
+                log.filtered += 1
+                continue
+            found = produce_copy(producer, spec, record, headers, delivered)
+            if found is None:
+                log.note_written(record)
+            else:
+                refused_or_raise(spec, found)
+                refused.append((found, record))
+            if count % 1000 == 0:
+                producer.poll(0)
+        _flush(producer, spec)
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             raise DeliveryFailed(f"flow {spec.flow}: {failures[0]}{more}")
+        _dead_letter_all(producer, spec, refused, logs)
     except BaseException:
-        # A producer that failed may be fenced or fatal: the next task starts afresh.
+        # A producer that failed may be in a bad state: the next task starts afresh.
         _forget_producer(spec.producer_settings)
         raise
-    yield _summary(logs, spec.offset_lag_max)
+    return logs
 
 
-def _produce_batch(producer, batch: pa.RecordBatch, spec: WriteSpec, logs, on_delivery) -> None:
-    topics = batch.column("topic").to_pylist()
-    partitions = batch.column("partition").to_pylist()
-    offsets = batch.column("offset").to_pylist()
-    keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
-    # Spark keeps Kafka's millisecond timestamps as microseconds.
-    timestamps = pc.divide(batch.column("timestamp").cast(pa.int64()), 1000).to_pylist()
-    headers = batch.column("headers").to_pylist() if "headers" in batch.schema.names else None
-    sizes = pc.add(
-        pc.fill_null(pc.binary_length(batch.column("key")), 0),
-        pc.fill_null(pc.binary_length(batch.column("value")), 0),
-    ).to_pylist()
+def _dead_letter_all(producer, spec: WriteSpec, refused, logs) -> None:
+    """Count the refused records and write them to the dead-letter topic, if any."""
+    errors: list[str] = []
 
-    for i, topic in enumerate(topics):
-        partition = partitions[i]
-        log = logs.get((topic, partition))
-        if log is None:
-            log = logs[(topic, partition)] = _PartitionLog()
-        log.next_offset = offsets[i] + 1
-        record_headers = [(h["key"], h["value"]) for h in (headers[i] or ())] if headers else []
-        if spec.provenance is not None:
-            if spec.provenance.has_been_in_target(record_headers, spec.remote_topics[topic]):
-                log.filtered += 1
-                continue
-            record_headers.append(spec.provenance.mark(topic))
-        kwargs = {"headers": record_headers} if record_headers else {}
-        log.source_offsets.append(offsets[i])
-        log.bytes += sizes[i]
-        if log.min_timestamp is None or timestamps[i] < log.min_timestamp:
-            log.min_timestamp = timestamps[i]
-        while True:
-            try:
-                producer.produce(
-                    spec.remote_topics[topic],
-                    key=keys[i],
-                    value=values[i],
-                    partition=partition,
-                    timestamp=timestamps[i],
-                    on_delivery=on_delivery,
-                    **kwargs,
-                )
-                break
-            except BufferError:
-                # Local queue full: let deliveries drain, then retry this record.
-                producer.poll(0.05)
-            except KafkaException as exc:
-                error = exc.args[0]
-                if error.code() == KafkaError._UNKNOWN_PARTITION and _refresh_metadata(
-                    producer, spec.remote_topics[topic], partition
-                ):
-                    continue  # the partition was added after this producer's last look
-                raise DeliveryFailed(
-                    f"flow {spec.flow}: cannot write {topic}[{partition}] offset {offsets[i]} "
-                    f"to {spec.remote_topics[topic]}: {error.str()}"
-                ) from None
-        if i % 1000 == 0:
-            producer.poll(0)
+    def delivered(error, _msg) -> None:
+        if error is not None:
+            errors.append(error.str())
+
+    for found, record in refused:
+        log = logs[(found.topic, found.partition)]
+        log.refusals.append(found)
+        if produce_dead_letter(producer, spec, found, record, delivered):
+            log.dead_lettered += 1
+    if any(log.dead_lettered for log in logs.values()):
+        _flush(producer, spec)
+        if errors:
+            raise DeliveryFailed(
+                f"flow {spec.flow}: dead-letter topic {spec.dead_letter_topic} refused a "
+                f"record: {errors[0]}"
+            )
+
+
+def _flush(producer: Producer, spec: WriteSpec) -> None:
+    remaining = producer.flush(spec.flush_timeout_s)
+    if remaining:
+        raise DeliveryFailed(
+            f"flow {spec.flow}: {remaining} records not acknowledged by the target "
+            f"within {spec.flush_timeout_s:.0f}s"
+        )
 
 
 def _refresh_metadata(producer: Producer, topic: str, partition: int, wait_s: float = 30.0) -> bool:
@@ -213,24 +393,29 @@ def _refresh_metadata(producer: Producer, topic: str, partition: int, wait_s: fl
     return False
 
 
-def _summary(logs: Mapping[tuple[str, int], _PartitionLog], lag_max: int) -> pa.RecordBatch:
+def _summary(logs: Mapping[tuple[str, int], PartitionLog], lag_max: int) -> pa.RecordBatch:
     now = int(time.time() * 1000)
     rows = []
     for (topic, partition), log in sorted(logs.items()):
-        syncs = sync_points(log.source_offsets, log.target_offsets, lag_max)
-        written = bool(log.source_offsets)
+        source, target = log.delivered()
+        syncs = sync_points(source, target, lag_max)
+        written = bool(source)
         rows.append(
             {
                 "topic": topic,
                 "partition": partition,
-                "records": len(log.source_offsets),
+                "records": len(source),
                 "filtered": log.filtered,
+                "skipped": log.skipped,
+                "refused": len(log.refusals),
+                "dead_lettered": log.dead_lettered,
+                "refusals": [r.describe() for r in log.refusals[:REFUSALS_DESCRIBED]],
                 "next_offset": log.next_offset,
                 "bytes": log.bytes,
-                "first_offset": log.source_offsets[0] if written else None,
-                "last_offset": log.source_offsets[-1] if written else None,
-                "first_target_offset": log.target_offsets[0] if written else None,
-                "last_target_offset": log.target_offsets[-1] if written else None,
+                "first_offset": source[0] if written else None,
+                "last_offset": source[-1] if written else None,
+                "first_target_offset": target[0] if written else None,
+                "last_target_offset": target[-1] if written else None,
                 "min_timestamp": log.min_timestamp,
                 "max_age_ms": max(0, now - (log.min_timestamp or now)),
                 "syncs": [{"upstream": u, "downstream": d} for u, d in syncs],
@@ -255,6 +440,11 @@ def _keep_zip_import_caches() -> None:
         zipimport.zipimporter._mirrorline = True
 
 
+def producer_settings(settings: Mapping[str, object]) -> dict[str, object]:
+    """The user's producer settings with Mirrorline's defaults and requirements."""
+    return {**DEFAULT_PRODUCER_SETTINGS, **settings, **REQUIRED_PRODUCER_SETTINGS}
+
+
 _producers: dict[tuple, Producer] = {}
 
 
@@ -267,8 +457,7 @@ def _producer(settings: Mapping[str, object]) -> Producer:
     key = _producer_key(settings)
     producer = _producers.get(key)
     if producer is None:
-        merged = {**DEFAULT_PRODUCER_SETTINGS, **settings, **REQUIRED_PRODUCER_SETTINGS}
-        producer = _producers[key] = Producer(merged)
+        producer = _producers[key] = Producer(producer_settings(settings))
     return producer
 
 

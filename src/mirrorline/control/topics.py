@@ -60,6 +60,8 @@ class TopicManager:
         # Kept apart because each loop clears only its own problems.
         self._structure_problems: dict[str, TopicProblem] = {}
         self._config_problems: dict[str, TopicProblem] = {}
+        # Remote topic -> its max.message.bytes, as last described.
+        self._size_limits: dict[str, int] = {}
 
     # -- results ---------------------------------------------------------------------
 
@@ -67,6 +69,16 @@ class TopicManager:
         """Source topic -> number of its partitions that exist on the target."""
         with self._lock:
             return dict(self._ready)
+
+    def size_limits(self) -> dict[str, int]:
+        """Remote topic -> the largest record batch it accepts (`max.message.bytes`).
+
+        The writer keeps larger records (and batches) away from the target: the
+        broker refuses a whole batch when it is over the limit, including the
+        records in it that would fit alone.
+        """
+        with self._lock:
+            return dict(self._size_limits)
 
     def problems(self) -> list[TopicProblem]:
         with self._lock:
@@ -111,19 +123,25 @@ class TopicManager:
     def sync_configs(self) -> None:
         """Copy the selected topic configs of every ready topic to its remote topic."""
         problems: dict[str, TopicProblem] = {}
+        limits: dict[str, int] = {}
         remotes = {topic: self.flow.remote_topic(topic) for topic in sorted(self.ready())}
         # One DescribeConfigs request per cluster for all topics, not two per topic.
         sources = _describe(self._source, list(remotes))
         targets = _describe(self._target, list(remotes.values()))
         for topic, remote in remotes.items():
             try:
-                changes = self._config_changes(_entries(sources, topic), _entries(targets, remote))
+                current = _entries(targets, remote)
+                limit = current.get("max.message.bytes")
+                if limit is not None and limit.value:
+                    limits[remote] = int(limit.value)
+                changes = self._config_changes(_entries(sources, topic), current)
                 if changes:
                     self._alter(remote, changes)
             except _TopicActionFailed as failure:
                 problems[topic] = failure.problem
         with self._lock:
             self._config_problems = problems
+            self._size_limits = limits
 
     # -- actions ---------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ harmless.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -37,7 +38,13 @@ from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SourcePartition
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.transactional import position_group
-from mirrorline.engine.writer import RESULT_DDL, ExactlyOnceSpec, WriteSpec, write_batches
+from mirrorline.engine.writer import (
+    RESULT_DDL,
+    ExactlyOnceSpec,
+    WriteSpec,
+    batch_size_within,
+    write_batches,
+)
 from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ensure_topic
 
@@ -324,6 +331,13 @@ class FlowRunner:
 
     def _write_batch(self, spec: WriteSpec, frame, batch_id: int) -> None:
         started = time.monotonic()
+        # The target topics' size limits as last seen: they can change at any time.
+        limits = self.topics.size_limits()
+        spec = dataclasses.replace(
+            spec,
+            size_limits=limits,
+            producer_settings=batch_size_within(spec.producer_settings, limits),
+        )
         rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
         if not rows:
             return

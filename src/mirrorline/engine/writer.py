@@ -50,6 +50,9 @@ DEFAULT_PRODUCER_SETTINGS: Mapping[str, object] = {
 }
 # How many refusals a summary row describes in words (all are counted).
 REFUSALS_DESCRIBED = 3
+# Bytes a record adds to a record batch beyond its key, value and headers
+# (batch header plus the record's own length fields), rounded up.
+RECORD_OVERHEAD = 100
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -115,6 +118,8 @@ class WriteSpec:
     tolerate_refusals: bool = False
     dead_letter_topic: str | None = None
     exactly_once: ExactlyOnceSpec | None = None
+    # Remote topic -> its max.message.bytes; larger records are refused before sending.
+    size_limits: Mapping[str, int] = field(default_factory=dict)
 
 
 class SourceRecord(NamedTuple):
@@ -218,6 +223,11 @@ def produce_copy(
     refusals come back here rather than in a delivery report.
     """
     remote = spec.remote_topics[record.topic]
+    too_large = _over_size_limit(record, headers, spec.size_limits.get(remote))
+    if too_large:
+        return Refusal(
+            record.topic, record.partition, record.offset, remote, "MSG_SIZE_TOO_LARGE", too_large
+        )
     kwargs = {"headers": headers} if headers else {}
     while True:
         try:
@@ -246,6 +256,24 @@ def produce_copy(
                 f"flow {spec.flow}: cannot write {record.topic}[{record.partition}] offset "
                 f"{record.offset} to {remote}: {error.str()}"
             ) from None
+
+
+def _over_size_limit(record: SourceRecord, headers: list, limit: int | None) -> str:
+    """Why the record cannot fit the remote topic's max.message.bytes, or ''."""
+    if limit is None:
+        return ""
+    size = record.size + RECORD_OVERHEAD + sum(len(k) + len(v or b"") for k, v in headers)
+    if size <= limit:
+        return ""
+    return f"record too large: about {size} bytes, over the topic's max.message.bytes ({limit})"
+
+
+def batch_size_within(settings: Mapping[str, object], limits: Mapping[str, int]) -> dict:
+    """`settings` with record batches no larger than any remote topic accepts."""
+    if not limits:
+        return dict(settings)
+    current = int(settings.get("batch.size", DEFAULT_PRODUCER_SETTINGS["batch.size"]))
+    return {**settings, "batch.size": max(1, min(current, *limits.values()))}
 
 
 def refused_or_raise(spec: WriteSpec, found: Refusal) -> None:

@@ -144,6 +144,7 @@ class Options:
     save: bool
     work_dir: Path | None
     keep_work_dir: bool
+    exactly_once: bool = False
 
 
 def parse_options(argv: list[str]) -> Options:
@@ -204,7 +205,15 @@ def parse_options(argv: list[str]) -> Options:
     parser.add_argument(
         "--keep-work-dir", action="store_true", help="keep clusters' data and logs afterwards"
     )
+    parser.add_argument(
+        "--exactly-once",
+        action="store_true",
+        help="run Mirrorline with exactly.once.source.support = enabled and read the target "
+        "read_committed (needs --only mirrorline)",
+    )
     args = parser.parse_args(argv)
+    if args.exactly_once and args.only != "mirrorline":
+        parser.error("--exactly-once needs --only mirrorline")
     for name in ("records", "record_size", "partitions", "rate"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -224,6 +233,7 @@ def parse_options(argv: list[str]) -> Options:
         save=not args.no_save,
         work_dir=args.work_dir,
         keep_work_dir=args.keep_work_dir,
+        exactly_once=args.exactly_once,
     )
 
 
@@ -548,7 +558,9 @@ def _tail(path: Path, lines: int = 40) -> str:
 # -- the two replicators ------------------------------------------------------------
 
 
-def write_replication_config(path: Path, clusters, topic: str, tasks_max: int) -> Path:
+def write_replication_config(
+    path: Path, clusters, topic: str, tasks_max: int, exactly_once: bool = False
+) -> Path:
     """One MM2-format file that both tools read unchanged (Mirrorline warns about and
     ignores the Connect-only keys). Everything else is left at each tool's defaults."""
     lines = [
@@ -566,6 +578,8 @@ def write_replication_config(path: Path, clusters, topic: str, tasks_max: int) -
         "offset.storage.replication.factor = 1",
         "status.storage.replication.factor = 1",
     ]
+    if exactly_once:
+        lines.append("exactly.once.source.support = enabled")
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -729,7 +743,11 @@ def measure_throughput(tool: str, clusters, work: Path, opts: Options, load: Oth
                 f"{topic} holds {sum(expected.values())} records, not {opts.records}"
             )
         config = write_replication_config(
-            work / f"{tool}-throughput.properties", clusters, topic, opts.tasks_max
+            work / f"{tool}-throughput.properties",
+            clusters,
+            topic,
+            opts.tasks_max,
+            opts.exactly_once,
         )
         say(f"{TOOL_NAMES[tool]}: replicating {opts.records:,} records of {topic}")
         proc = start_replicator(tool, config, work, work / "logs" / f"{tool}-throughput.log")
@@ -859,7 +877,7 @@ def measure_latency(tool: str, clusters, work: Path, opts: Options, load: OtherL
     source, target = clusters
     create_topic(source.bootstrap_servers, topic, opts.partitions)
     config = write_replication_config(
-        work / f"{tool}-latency.properties", clusters, topic, opts.tasks_max
+        work / f"{tool}-latency.properties", clusters, topic, opts.tasks_max, opts.exactly_once
     )
     say(
         f"{TOOL_NAMES[tool]}: {opts.rate:,} records/s into {topic} for "
@@ -878,6 +896,8 @@ def measure_latency(tool: str, clusters, work: Path, opts: Options, load: OtherL
             "bootstrap.servers": target.bootstrap_servers,
             "group.id": "mirrorline-bench-latency",
             "enable.auto.commit": False,
+            # Exactly-once copies count once committed, as a read_committed reader sees them.
+            "isolation.level": "read_committed" if opts.exactly_once else "read_uncommitted",
             "enable.partition.eof": False,
         }
     )

@@ -41,7 +41,11 @@ def driver(
         10.0, "--status-every", min=0, help="Print each flow's status every N seconds (0: never)."
     ),
 ) -> None:
-    """Replicate every enabled flow until Ctrl-C or SIGTERM (then stop between batches)."""
+    """Replicate every enabled flow until Ctrl-C or SIGTERM (then stop between batches).
+
+    Several drivers may run the same configuration: each flow is replicated by one
+    of them, the others stand by and take over when it stops or dies.
+    """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -107,6 +111,10 @@ class _StatusPrinter:
             return
         self._next = now + self._every
         for s in statuses:
+            if s.state == "standby":  # another driver replicates it: nothing else to say
+                out.print(f"{s.flow}: standby — {s.reason}", highlight=False)
+                self._last_records.pop(s.flow, None)
+                continue
             then, before = self._last_records.get(s.flow, (now, s.records))
             rate = (s.records - before) / (now - then) if now > then else 0.0
             self._last_records[s.flow] = (now, s.records)

@@ -112,7 +112,7 @@ class _StatusPrinter:
         self._next = now + self._every
         for s in statuses:
             if s.state == "standby":  # another driver replicates it: nothing else to say
-                out.print(f"{s.flow}: standby — {s.reason}", highlight=False)
+                out.print(f"{s.flow}: standby — {s.reason}", highlight=False, soft_wrap=True)
                 self._last_records.pop(s.flow, None)
                 continue
             then, before = self._last_records.get(s.flow, (now, s.records))
@@ -125,4 +125,5 @@ class _StatusPrinter:
                 f"{s.flow}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
                 f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}",
                 highlight=False,
+                soft_wrap=True,  # one line per flow, however narrow the output
             )

@@ -212,7 +212,7 @@ class FlowLeadership:
         with self._lock:
             problem, leader = self._problem, self._holder
         if problem:
-            return f"cannot join leadership group {self.group} on {self._target}: {problem}"
+            return f"leadership group {self.group} on {self._target}: {problem}"
         if leader is not None and leader.client_id != self.client_id:
             return f"active driver: {leader.client_id} (at {leader.host.lstrip('/')})"
         return f"waiting for leadership (group {self.group} on {self._target})"

@@ -3,6 +3,10 @@
 For each flow it runs a `FlowRunner` (the data query plus the flow's control
 loops). One flow's failure never stops another: each runner reports its own
 status with a reason and retries by itself.
+
+Several drivers may run the same configuration: each flow is replicated by the
+driver that leads it (`engine.leadership`, decided on the flow's target
+cluster); the others stand by and take over when it stops or dies.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pathlib import Path
 
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.engine.flow import FlowRunner, FlowStatus
+from mirrorline.engine.leadership import FlowLeadership, driver_id
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +77,11 @@ def select_flows(config: MirrorConfig, target_clusters: Iterable[str] | None) ->
 class Driver:
     def __init__(self, flows: list[FlowConfig], spark, work_dir: Path) -> None:
         self.flows = flows
-        self.runners = [FlowRunner(flow, spark, work_dir) for flow in flows]
+        self.driver_id = driver_id()
+        self.runners = [
+            FlowRunner(flow, spark, work_dir, FlowLeadership.for_flow(flow, self.driver_id))
+            for flow in flows
+        ]
 
     def run(
         self,

@@ -40,7 +40,11 @@ def driver(
         10.0, "--status-every", min=0, help="Print each flow's status every N seconds (0: never)."
     ),
 ) -> None:
-    """Replicate every enabled flow until Ctrl-C or SIGTERM (then stop between batches)."""
+    """Replicate every enabled flow until Ctrl-C or SIGTERM (then stop between batches).
+
+    Several drivers may run the same configuration: each flow is replicated by one
+    of them, the others stand by and take over when it stops or dies.
+    """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -106,6 +110,10 @@ class _StatusPrinter:
             return
         self._next = now + self._every
         for s in statuses:
+            if s.state == "standby":  # another driver replicates it: nothing else to say
+                out.print(f"{s.flow}: standby — {s.reason}", highlight=False, soft_wrap=True)
+                self._last_records.pop(s.flow, None)
+                continue
             then, before = self._last_records.get(s.flow, (now, s.records))
             rate = (s.records - before) / (now - then) if now > then else 0.0
             self._last_records[s.flow] = (now, s.records)
@@ -116,4 +124,5 @@ class _StatusPrinter:
                 f"{s.flow}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
                 f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}",
                 highlight=False,
+                soft_wrap=True,  # one line per flow, however narrow the output
             )

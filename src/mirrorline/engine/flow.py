@@ -34,6 +34,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.topics import TopicManager
+from mirrorline.engine.leadership import FlowLeadership
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SourcePartition
 from mirrorline.engine.provenance import Provenance
@@ -82,7 +83,7 @@ class FlowStatus:
     """What an operator needs to know about a flow, with the reason when it is not well."""
 
     flow: str
-    state: str  # starting | running | failed | stopped
+    state: str  # starting | running | standby | failed | stopped
     reason: str = ""
     topics: tuple[str, ...] = ()
     partitions: int = 0
@@ -139,8 +140,9 @@ class FlowRunner:
     RESTART_BACKOFF_S = (2.0, 5.0, 10.0, 30.0, 60.0)
     DRAIN_S = 30.0
 
-    def __init__(self, flow: FlowConfig, spark, work_dir: Path) -> None:
+    def __init__(self, flow: FlowConfig, spark, work_dir: Path, leadership: FlowLeadership) -> None:
         self.flow = flow
+        self.leadership = leadership
         self._spark = spark
         self._work_dir = work_dir
         target = {
@@ -194,6 +196,8 @@ class FlowRunner:
         self._provenance: Provenance | None = None
         self._retry_at: float | None = None
         self._failures = 0
+        # The period of leadership the flow acts on (see `_leads`); None: standing by.
+        self._term: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -205,6 +209,8 @@ class FlowRunner:
         attempt follows after a backoff.
         """
         now = time.monotonic()
+        if not self._leads():
+            return
         if self._retry_at is not None and now < self._retry_at:
             return
         self._retry_at = None
@@ -241,6 +247,7 @@ class FlowRunner:
     def stop(self) -> None:
         """Stop between batches if possible; an interrupted batch is replayed on start."""
         self._stop_query()
+        self.leadership.close()  # after the query: the next leader starts once this one stopped
         self.progress.close()
         self.syncs.close()
         self.topics.close()
@@ -264,6 +271,27 @@ class FlowRunner:
                 counters=totals.counters(),
                 refusals=totals.refusals,
             )
+
+    def _leads(self) -> bool:
+        """Follow this driver's leadership of the flow; True while it leads.
+
+        Losing it stops the query between batches (`_on_batch` already refuses
+        new ones) and stands by: no query, no control loops. Gaining it reloads
+        the progress, which the previous leader moved, and starts again.
+        """
+        self.leadership.start()
+        term = self.leadership.term()
+        if term != self._term:
+            self._stop_query()
+            self._assigned = None
+            self._term = term
+            if term is not None:
+                self._prepared = False
+                self._retry_at = None
+                self._set_state("starting", "this driver leads the flow now")
+        if term is None:
+            self._set_state("standby", self.leadership.describe())
+        return term is not None
 
     # -- the query -------------------------------------------------------------------
 
@@ -321,8 +349,10 @@ class FlowRunner:
 
     def _on_batch(self, spec: WriteSpec, frame, batch_id: int) -> None:
         with self._batch_gate:
-            if self._draining:
-                return  # stopping: leave it to the next start (progress is unchanged)
+            if self._draining or self.leadership.term() != self._term:
+                # Stopping, or no longer the leader: the next start replays it
+                # (progress is unchanged).
+                return
             self._batch_idle.clear()
         try:
             self._write_batch(spec, frame, batch_id)

@@ -1,0 +1,357 @@
+"""Which driver leads a flow, decided by Kafka's group protocol on the flow's target cluster.
+
+Several drivers may run the same configuration; for each flow exactly one of them
+replicates and the others stand by. Each driver joins, per flow, the consumer
+group `mirrorline.leader.<flow>` (for example `mirrorline.leader.east->west`)
+subscribed to `mirrorline.leadership.internal`, a one-partition topic on the
+flow's target cluster that never holds a record. The group coordinator assigns
+partition 0 to one member: that driver leads the flow. Nothing else decides:
+no lock file, no protocol of Mirrorline's own.
+
+- A driver that stops cleanly leaves the group; another member is assigned the
+  partition at once.
+- A driver that dies stops heartbeating; after `session.timeout.ms` (10 s) the
+  coordinator gives the partition to another member.
+- A driver cut off from its target learns it from librdkafka: no successful
+  heartbeat for the session timeout (or a poll gap above `max.poll.interval.ms`)
+  reports the assignment lost, and it stops writing.
+
+Assignments are sticky (`cooperative-sticky`): a driver joining the group never
+takes a flow away from the driver that leads it. The group uses Kafka's
+classic protocol because the newer one takes its session timeout from the
+brokers (45 s by default), too slow a takeover.
+
+A `term` numbers each period of leadership, so that a flow can tell "still the
+leader since I started" from "lost it and got it back in between".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError
+from confluent_kafka.admin import AdminClient
+
+from mirrorline.kafka import ensure_topic
+
+log = logging.getLogger(__name__)
+
+LEADERSHIP_TOPIC = "mirrorline.leadership.internal"
+GROUP_PREFIX = "mirrorline.leader."
+
+SESSION_TIMEOUT_MS = 10_000
+HEARTBEAT_INTERVAL_MS = 1_000
+# The group thread polls twice a second, so only a stuck process exceeds this.
+MAX_POLL_INTERVAL_MS = 30_000
+POLL_S = 0.5
+# How often a standby driver asks the coordinator who leads (for its status).
+HOLDER_REFRESH_S = 3.0
+RETRY_S = (1.0, 2.0, 5.0, 10.0)
+
+# The group's behaviour must not depend on what the user configured for the
+# target consumer: only connection and security settings are taken from it.
+_GROUP_SETTINGS: Mapping[str, object] = {
+    "group.protocol": "classic",
+    "partition.assignment.strategy": "cooperative-sticky",
+    "session.timeout.ms": SESSION_TIMEOUT_MS,
+    "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+    "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": False,
+}
+_DROPPED = {"group.instance.id", "group.remote.assignor"}
+
+
+def group_id(flow_name: str) -> str:
+    """The leadership group of a flow: `mirrorline.leader.east->west`.
+
+    Cluster aliases use letters, digits, '.', '_' and '-', so the flow's `->`
+    keeps the name unambiguous. Quote it in a shell.
+    """
+    return GROUP_PREFIX + flow_name
+
+
+def driver_id() -> str:
+    """This driver process as other drivers see it: `mirrorline-driver@host:pid`."""
+    return f"mirrorline-driver@{socket.gethostname()}:{os.getpid()}"
+
+
+def group_consumer_settings(
+    consumer_settings: Mapping[str, object], flow_name: str, client_id: str
+) -> dict[str, object]:
+    """The leadership consumer's settings: the target consumer's, with the group's own."""
+    settings = {k: v for k, v in consumer_settings.items() if k not in _DROPPED}
+    settings.update(_GROUP_SETTINGS)
+    settings["group.id"] = group_id(flow_name)
+    settings["client.id"] = client_id
+    return settings
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of a leadership group, as the coordinator describes it."""
+
+    client_id: str
+    host: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+def holder(members: Iterable[Member], topic: str = LEADERSHIP_TOPIC) -> Member | None:
+    """The member assigned partition 0 of the leadership topic: the flow's leader."""
+    for member in members:
+        if (topic, 0) in member.partitions:
+            return member
+    return None
+
+
+class Term:
+    """Numbered periods of leadership; thread-safe.
+
+    `current` is the number of the period this driver leads in, or None while it
+    does not lead. Every gain starts a new number.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._leading = False
+
+    @property
+    def current(self) -> int | None:
+        with self._lock:
+            return self._count if self._leading else None
+
+    def gain(self) -> int:
+        with self._lock:
+            if not self._leading:
+                self._count += 1
+                self._leading = True
+            return self._count
+
+    def end(self) -> bool:
+        """End the current period; True if there was one."""
+        with self._lock:
+            was, self._leading = self._leading, False
+            return was
+
+
+class FlowLeadership:
+    """This driver's membership in one flow's leadership group.
+
+    `start()` joins the group on a thread of its own (never the flow's thread,
+    which may wait on Spark or on a cluster for tens of seconds, during which a
+    missed rebalance callback would delay a handover). `term()` says whether this
+    driver leads; `describe()` says who does otherwise; `close()` leaves the
+    group so that another driver takes over at once.
+    """
+
+    def __init__(
+        self,
+        flow_name: str,
+        target_alias: str,
+        *,
+        consumer_settings: Mapping[str, object],
+        admin_settings: Mapping[str, object],
+        replication_factor: int = -1,
+        client_id: str | None = None,
+    ) -> None:
+        self.flow_name = flow_name
+        self.group = group_id(flow_name)
+        self.client_id = client_id or driver_id()
+        self._target = target_alias
+        self._consumer_settings = group_consumer_settings(
+            consumer_settings, flow_name, self.client_id
+        )
+        self._admin_settings = dict(admin_settings)
+        self._replication_factor = replication_factor
+        self._term = Term()
+        self._lock = threading.Lock()
+        self._holder: Member | None = None
+        self._problem = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started_at = 0.0
+
+    @classmethod
+    def for_flow(cls, flow, client_id: str | None = None) -> FlowLeadership:
+        """The leadership of `flow` (a `FlowConfig`) on its target cluster."""
+        return cls(
+            flow.name,
+            flow.target,
+            consumer_settings=dict(flow.client_settings("target", "consumer")),
+            admin_settings=dict(flow.client_settings("target", "admin")),
+            replication_factor=int(flow.value("replication.factor")),
+            client_id=client_id,
+        )
+
+    # -- what the flow asks ------------------------------------------------------------
+
+    def start(self) -> None:
+        """Join the group in the background; calling it again does nothing."""
+        if self._thread is not None:
+            return
+        self._started_at = time.monotonic()
+        self._thread = threading.Thread(
+            target=self._run, name=f"leadership {self.flow_name}", daemon=True
+        )
+        self._thread.start()
+
+    def term(self) -> int | None:
+        """The number of this driver's current period of leadership; None when it does not lead."""
+        return self._term.current
+
+    def describe(self) -> str:
+        """Why this driver does not lead: who does, or what keeps it from knowing."""
+        with self._lock:
+            problem, leader = self._problem, self._holder
+        if problem:
+            return f"leadership group {self.group} on {self._target}: {problem}"
+        if leader is not None and leader.client_id != self.client_id:
+            return f"active driver: {leader.client_id} (at {leader.host.lstrip('/')})"
+        return f"waiting for leadership (group {self.group} on {self._target})"
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Leave the group (the next driver takes over at once) and end the thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("flow %s: leaving the leadership group timed out", self.flow_name)
+        self._term.end()
+
+    # -- the group thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self._take_part()
+                return
+            except Exception as exc:  # noqa: BLE001 - reported, retried after a pause
+                self._lose(f"leadership group failed: {exc}")
+                self._set_problem(str(exc))
+                log.warning(
+                    "flow %s: leadership group %s on %s: %s",
+                    self.flow_name,
+                    self.group,
+                    self._target,
+                    exc,
+                )
+                self._stop.wait(RETRY_S[min(failures, len(RETRY_S) - 1)])
+                failures += 1
+
+    def _take_part(self) -> None:
+        """Be a member of the group until closed; callbacks run inside `poll`."""
+        admin = AdminClient(self._admin_settings)
+        ensure_topic(admin, LEADERSHIP_TOPIC, replication_factor=self._replication_factor)
+        consumer = Consumer(self._consumer_settings)
+        try:
+            consumer.subscribe(
+                [LEADERSHIP_TOPIC],
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
+            )
+            self._set_problem("")
+            lookup = _HolderLookup(admin, self.group)
+            while not self._stop.is_set():
+                msg = consumer.poll(POLL_S)
+                if msg is not None and msg.error() is not None:
+                    self._on_error(msg.error())
+                if self._term.current is None:
+                    found = lookup.poll()
+                    if found is not None:  # the coordinator answered: no problem to show
+                        with self._lock:
+                            self._holder, self._problem = found.holder, ""
+        finally:
+            # Leaving the group: revokes partition 0 here (on_revoke), then hands it on.
+            consumer.close()
+
+    def _on_assign(self, _consumer, partitions) -> None:
+        if any(p.topic == LEADERSHIP_TOPIC and p.partition == 0 for p in partitions):
+            term = self._term.gain()
+            with self._lock:
+                self._holder, self._problem = None, ""
+            log.info(
+                "flow %s: this driver (%s) leads it now (term %d, %.1fs after joining)",
+                self.flow_name,
+                self.client_id,
+                term,
+                time.monotonic() - self._started_at,
+            )
+
+    def _on_revoke(self, _consumer, partitions) -> None:
+        if any(p.topic == LEADERSHIP_TOPIC and p.partition == 0 for p in partitions):
+            self._lose("leadership handed over")
+
+    def _on_lost(self, _consumer, partitions) -> None:
+        if any(p.topic == LEADERSHIP_TOPIC and p.partition == 0 for p in partitions):
+            self._lose(f"leadership lost: no contact with the group coordinator on {self._target}")
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            raise RuntimeError(error.str())
+        # Transient (a broker down, a timeout): librdkafka retries by itself.
+        log.debug("flow %s: leadership group: %s", self.flow_name, error.str())
+        self._set_problem(error.str())
+
+    def _lose(self, why: str) -> None:
+        if self._term.end():
+            log.warning("flow %s: %s; this driver stops replicating it", self.flow_name, why)
+
+    def _set_problem(self, problem: str) -> None:
+        with self._lock:
+            self._problem = problem
+
+
+@dataclass(frozen=True)
+class _Found:
+    holder: Member | None
+
+
+class _HolderLookup:
+    """Asks the coordinator who holds the flow, without ever blocking the group thread."""
+
+    def __init__(self, admin: AdminClient, group: str) -> None:
+        self._admin = admin
+        self._group = group
+        self._future = None
+        self._next_at = 0.0
+
+    def poll(self) -> _Found | None:
+        """A fresh answer when one arrived since the last call, else None."""
+        now = time.monotonic()
+        if self._future is None:
+            if now >= self._next_at:
+                self._future = self._admin.describe_consumer_groups(
+                    [self._group], request_timeout=10
+                )[self._group]
+            return None
+        if not self._future.done():
+            return None
+        future, self._future = self._future, None
+        self._next_at = now + HOLDER_REFRESH_S
+        try:
+            description = future.result()
+        except Exception:  # noqa: BLE001 - only the status's wording depends on it
+            return None
+        return _Found(
+            holder(
+                Member(
+                    m.client_id,
+                    m.host,
+                    tuple(
+                        (tp.topic, tp.partition)
+                        for tp in (m.assignment.topic_partitions if m.assignment else ())
+                    ),
+                )
+                for m in description.members
+            )
+        )

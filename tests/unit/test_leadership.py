@@ -1,0 +1,100 @@
+"""Leadership's pure parts: names, the group consumer's settings, who holds a flow, terms."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+
+from rich.console import Console
+
+from mirrorline.cli import driver_cmd
+from mirrorline.engine.flow import FlowStatus
+from mirrorline.engine.leadership import (
+    LEADERSHIP_TOPIC,
+    SESSION_TIMEOUT_MS,
+    Member,
+    Term,
+    driver_id,
+    group_consumer_settings,
+    group_id,
+    holder,
+)
+from mirrorline.policy import DefaultReplicationPolicy
+
+
+def test_group_is_named_after_the_flow():
+    assert group_id("us-east->us-west") == "mirrorline.leader.us-east->us-west"
+    assert group_id("a.b->c") != group_id("a->b.c")
+
+
+def test_driver_id_names_host_and_process():
+    assert driver_id() == f"mirrorline-driver@{socket.gethostname()}:{os.getpid()}"
+
+
+def test_group_settings_keep_connection_settings_and_impose_the_groups_own():
+    user = {
+        "bootstrap.servers": "west:9092",
+        "security.protocol": "SASL_SSL",
+        "group.id": "someone-elses",
+        "client.id": "app",
+        "session.timeout.ms": 45000,
+        "group.protocol": "consumer",
+        "partition.assignment.strategy": "range",
+        "group.instance.id": "static-1",
+        "enable.auto.commit": True,
+    }
+    settings = group_consumer_settings(user, "east->west", "mirrorline-driver@h:1")
+    assert settings["bootstrap.servers"] == "west:9092"
+    assert settings["security.protocol"] == "SASL_SSL"
+    assert settings["group.id"] == "mirrorline.leader.east->west"
+    assert settings["client.id"] == "mirrorline-driver@h:1"
+    assert settings["session.timeout.ms"] == SESSION_TIMEOUT_MS
+    assert settings["group.protocol"] == "classic"
+    assert settings["partition.assignment.strategy"] == "cooperative-sticky"
+    assert settings["enable.auto.commit"] is False
+    # A static member would keep a dead driver's leadership until its session ends
+    # and would be refused a second membership: never used.
+    assert "group.instance.id" not in settings
+
+
+def test_the_member_holding_partition_zero_leads():
+    standby = Member("mirrorline-driver@b:2", "/10.0.0.2", ())
+    leader = Member("mirrorline-driver@a:1", "/10.0.0.1", ((LEADERSHIP_TOPIC, 0),))
+    assert holder([standby, leader]) == leader
+    assert holder([standby]) is None
+    assert holder([Member("other", "/h", (("some.topic", 0),))]) is None
+
+
+def test_terms_number_each_period_of_leadership():
+    term = Term()
+    assert term.current is None
+    assert term.end() is False
+    assert term.gain() == 1
+    assert term.gain() == 1  # a repeated assignment is the same period
+    assert term.current == 1
+    assert term.end() is True
+    assert term.current is None
+    assert term.gain() == 2
+
+
+def test_the_leadership_topic_is_never_replicated():
+    assert DefaultReplicationPolicy().is_mirror_internal_topic(LEADERSHIP_TOPIC)
+
+
+def test_status_line_of_a_standby_flow_names_the_active_driver(monkeypatch):
+    printed = io.StringIO()
+    monkeypatch.setattr(driver_cmd, "out", Console(file=printed, width=200))
+    printer = driver_cmd._StatusPrinter(every=0.001)
+    printer._next = 0
+    printer(
+        [
+            FlowStatus(
+                "east->west", "standby", "active driver: mirrorline-driver@a:1 (at 10.0.0.1)"
+            ),
+            FlowStatus("west->east", "running", "", ("orders",), 3, 10),
+        ]
+    )
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "east->west: standby — active driver: mirrorline-driver@a:1 (at 10.0.0.1)"
+    assert lines[1].startswith("west->east: running, 1 topics / 3 partitions, 10 records")

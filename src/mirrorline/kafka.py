@@ -106,12 +106,23 @@ class AckedWriter:
                 f"{self._what} not written to {topic}: {exc.args[0].str()}"
             ) from None
 
-    def _write(self, topic, records, partition, timeout) -> int:
+    def open(self, timeout: float = 60.0) -> None:
+        """Create the producer now; with a transactional id, fence earlier writers now."""
+        try:
+            self._open(timeout)
+        except KafkaException as exc:
+            raise KafkaOperationError(f"{self._what}: {exc.args[0].str()}") from None
+
+    def _open(self, timeout: float) -> Producer:
         if self._producer is None:
             producer = Producer(self._settings)
             if self._transactional:
                 producer.init_transactions(timeout)
             self._producer = producer
+        return self._producer
+
+    def _write(self, topic, records, partition, timeout) -> int:
+        self._open(timeout)
         if self._transactional:
             self._producer.begin_transaction()
         errors: list[str] = []

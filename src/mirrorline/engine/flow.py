@@ -217,6 +217,7 @@ class FlowRunner:
         try:
             if not self._prepared:
                 self.progress.ensure_topic()
+                self.progress.fence()  # before reading: no older driver moves it after
                 if self._emit_syncs:
                     self.syncs.ensure_topic()
                 if self._dead_letter_topic:

@@ -106,6 +106,10 @@ class ProgressStore:
             config={"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
         )
 
+    def fence(self) -> None:
+        """Take over the flow's progress: earlier drivers' progress writes fail from now on."""
+        self._writer.open()
+
     def load(self, timeout: float = 60.0) -> dict[SourcePartition, int]:
         """The flow's next source offset per partition, read up to the topic's end."""
         return self.load_state(timeout).next_offsets

@@ -12,6 +12,10 @@ is stopped between batches and started again on the new set. Spark's checkpoint
 directory is created fresh for every start and removed after: the progress topic
 is the only source of truth, so losing the directory or moving the driver is
 harmless.
+
+The flow also probes its two clusters (`health`): an unreachable cluster shows in
+the status while it lasts, and a flow that failed meanwhile retries as soon as
+the cluster answers.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.topics import TopicManager
+from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import ProgressStore, SourcePartition
 from mirrorline.engine.provenance import Provenance
@@ -71,7 +76,8 @@ class FlowStatus:
     """What an operator needs to know about a flow, with the reason when it is not well."""
 
     flow: str
-    state: str  # starting | running | failed | stopped
+    # starting | running | degraded (a cluster does not answer) | failed | stopped
+    state: str
     reason: str = ""
     topics: tuple[str, ...] = ()
     partitions: int = 0
@@ -79,6 +85,7 @@ class FlowStatus:
     bytes: int = 0
     problems: tuple[str, ...] = ()
     last_batch: BatchStats | None = None
+    clusters: tuple[ClusterVerdict, ...] = ()  # latest verdict on source and target
 
 
 @dataclass
@@ -137,6 +144,7 @@ class FlowRunner:
             admin_settings=dict(flow.client_settings(sync_side, "admin")),
             replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
         )
+        self.health = ClusterHealth.for_flow(flow, self.progress.topic)
         self._lock = threading.Lock()
         # A batch in progress holds `_batch_idle` clear; stopping sets `_draining`
         # so that no new batch starts writing (see `_stop_query`).
@@ -161,6 +169,8 @@ class FlowRunner:
         self._provenance: Provenance | None = None
         self._retry_at: float | None = None
         self._failures = 0
+        # Set when the flow failed while a cluster did not answer: retried on its return.
+        self._failed_in_outage = False
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -169,12 +179,18 @@ class FlowRunner:
 
         Called every fraction of a second by the driver; the first call starts the
         flow. Any failure puts the flow in `failed` with the reason, and the next
-        attempt follows after a backoff.
+        attempt follows after a backoff, or as soon as the cluster answers again
+        when it failed during an outage.
         """
         now = time.monotonic()
-        if self._retry_at is not None and now < self._retry_at:
-            return
+        self.health.start()
+        if self._retry_at is not None:
+            down = bool(self.health.unreachable())
+            self._failed_in_outage |= down
+            if not _retry_due(now, self._retry_at, self._failed_in_outage, down):
+                return
         self._retry_at = None
+        self._failed_in_outage = False
         try:
             if not self._prepared:
                 self.progress.ensure_topic()
@@ -183,9 +199,12 @@ class FlowRunner:
                 self._next_offsets = self.progress.load()
                 self._provenance = self._provenance_for_policy()
                 self._prepared = True
-            if self._refresh.take(now):
+            # Loops wait while a cluster does not answer, rather than each failing
+            # after its timeout (the status already says why); they run on its return.
+            reachable = not self.health.unreachable()
+            if reachable and self._refresh.take(now):
                 self._guard("topic refresh", self.topics.refresh)
-            if self._config_sync.take(now):
+            if reachable and self._config_sync.take(now):
                 self._guard("topic config sync", self.topics.sync_configs)
             self._check_query()
             ready = self.topics.ready()
@@ -200,15 +219,18 @@ class FlowRunner:
         self.progress.close()
         self.syncs.close()
         self.topics.close()
+        self.health.close()
         self._set_state("stopped", "stopped by the operator")
 
     def status(self) -> FlowStatus:
+        clusters = self.health.verdicts()
         with self._lock:
             totals = self._totals
+            state, reason = _with_outages(self._state, self._reason, clusters)
             return FlowStatus(
                 flow=self.flow.name,
-                state=self._state,
-                reason=self._reason,
+                state=state,
+                reason=reason,
                 topics=tuple(sorted(self._assigned or ())),
                 partitions=sum((self._assigned or {}).values()),
                 records=totals.records,
@@ -216,6 +238,7 @@ class FlowRunner:
                 problems=tuple(str(p) for p in self.topics.problems())
                 + tuple(f"{loop} failed: {error}" for loop, error in self._loop_errors.items()),
                 last_batch=totals.last_batch,
+                clusters=clusters,
             )
 
     # -- the query -------------------------------------------------------------------
@@ -417,6 +440,7 @@ class FlowRunner:
         backoff = self.RESTART_BACKOFF_S[min(self._failures, len(self.RESTART_BACKOFF_S) - 1)]
         self._failures += 1
         self._retry_at = now + backoff
+        self._failed_in_outage = bool(self.health.unreachable())
         self._set_state("failed", f"{reason} (retrying in {backoff:.0f}s)")
         log.warning("flow %s failed: %s", self.flow.name, reason)
 
@@ -438,6 +462,26 @@ class FlowRunner:
         with self._lock:
             self._state = state
             self._reason = reason
+
+
+def _retry_due(now: float, retry_at: float, failed_in_outage: bool, clusters_down: bool) -> bool:
+    """Whether a failed flow tries again: at the end of its backoff, or at once when it
+    failed while a cluster did not answer and every cluster answers again."""
+    if clusters_down:
+        return now >= retry_at
+    return failed_in_outage or now >= retry_at
+
+
+def _with_outages(state: str, reason: str, clusters: tuple[ClusterVerdict, ...]) -> tuple[str, str]:
+    """The flow's state and reason, saying so when a cluster it needs does not answer."""
+    down = "; ".join(str(v) for v in clusters if not v.reachable)
+    if not down or state == "stopped":
+        return state, reason
+    if state == "failed":
+        return state, f"{down}; retrying as soon as it answers ({reason})"
+    if state == "starting":
+        return state, f"{down}; the flow starts when it answers"
+    return "degraded", f"{down}; replication resumes by itself when it answers"
 
 
 class _QueryDied(RuntimeError):

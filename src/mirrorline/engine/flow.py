@@ -15,7 +15,8 @@ harmless.
 
 The flow also probes its two clusters (`health`): an unreachable cluster shows in
 the status while it lasts, and a flow that failed meanwhile retries as soon as
-the cluster answers.
+the cluster answers. Source records deleted before the flow read them are
+reported with their exact offsets (`gaps`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
@@ -37,6 +38,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.topics import TopicManager
+from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
 from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import ProgressStore, SourcePartition
@@ -58,6 +60,10 @@ _SPARK_MANAGED = {
 # How often Spark looks for new records when there are none (each look lists offsets).
 TRIGGER_INTERVAL = "200 milliseconds"
 EARLIEST = -2  # Spark's symbolic offset for the start of a partition
+# How often idle partitions are checked for records deleted before they were read.
+GAP_CHECK_S = 10.0
+# Mirrorline's own requests outside the data path: short, so that the flow's thread moves on.
+_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,9 @@ class FlowStatus:
     problems: tuple[str, ...] = ()
     last_batch: BatchStats | None = None
     clusters: tuple[ClusterVerdict, ...] = ()  # latest verdict on source and target
+    gaps: tuple[RecordGap, ...] = ()  # the latest source records lost before replication
+    # Running totals by name (`records_lost`, `gaps`), as metrics exporters read them.
+    counters: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,7 +154,12 @@ class FlowRunner:
             replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
         )
         self.health = ClusterHealth.for_flow(flow, self.progress.topic)
+        self.gaps = GapFinder(flow.name, flow.client_settings("source", "admin"))
+        self.lost = GapLedger(flow.name)
         self._lock = threading.Lock()
+        # Held while a batch writes and while idle partitions are checked for gaps,
+        # so that a check never counts records a running batch is replicating.
+        self._progress_lock = threading.Lock()
         # A batch in progress holds `_batch_idle` clear; stopping sets `_draining`
         # so that no new batch starts writing (see `_stop_query`).
         self._batch_gate = threading.Lock()
@@ -171,6 +185,7 @@ class FlowRunner:
         self._failures = 0
         # Set when the flow failed while a cluster did not answer: retried on its return.
         self._failed_in_outage = False
+        self._gap_check = _Due(GAP_CHECK_S)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -207,6 +222,8 @@ class FlowRunner:
             if reachable and self._config_sync.take(now):
                 self._guard("topic config sync", self.topics.sync_configs)
             self._check_query()
+            if reachable and self._query is not None and self._gap_check.take(now):
+                self._guard("source gap check", lambda: self._skip_deleted(self._assigned or {}))
             ready = self.topics.ready()
             if ready != self._assigned:
                 self._restart(ready)
@@ -220,6 +237,7 @@ class FlowRunner:
         self.syncs.close()
         self.topics.close()
         self.health.close()
+        self.gaps.close()
         self._set_state("stopped", "stopped by the operator")
 
     def status(self) -> FlowStatus:
@@ -239,6 +257,8 @@ class FlowRunner:
                 + tuple(f"{loop} failed: {error}" for loop, error in self._loop_errors.items()),
                 last_batch=totals.last_batch,
                 clusters=clusters,
+                gaps=self.lost.recent(),
+                counters=self.lost.counters(),
             )
 
     # -- the query -------------------------------------------------------------------
@@ -249,6 +269,7 @@ class FlowRunner:
         if not ready:
             self._set_state("running", "no source topic matches the flow's filter yet")
             return
+        self._guard("source gap check", lambda: self._skip_deleted(ready))
         starting = self._starting_offsets(ready)
         self._checkpoint = (
             self._work_dir / "checkpoints" / self.flow.name.replace(">", "") / uuid.uuid4().hex
@@ -298,7 +319,8 @@ class FlowRunner:
                 return  # stopping: leave it to the next start (progress is unchanged)
             self._batch_idle.clear()
         try:
-            self._write_batch(spec, frame, batch_id)
+            with self._progress_lock:
+                self._write_batch(spec, frame, batch_id)
         finally:
             self._batch_idle.set()
 
@@ -314,10 +336,18 @@ class FlowRunner:
                 for s in r.syncs
             )
         advanced: dict[SourcePartition, int] = {}
+        first_seen: dict[SourcePartition, int] = {}
         for r in rows:
             key = (r.topic, r.partition)
             advanced[key] = max(advanced.get(key, 0), r.next_offset)
+            # A partition whose records were all filtered out is bounded by its next offset.
+            seen = r.first_offset if r.first_offset is not None else r.next_offset - 1
+            first_seen[key] = min(first_seen.get(key, seen), seen)
+        with self._lock:
+            expected = dict(self._next_offsets)
+        lost = self.gaps.after_batch(expected, first_seen)
         self.progress.save(advanced)
+        self.lost.record(lost)  # once saved: a replayed batch reports nothing twice
         stats = BatchStats(
             batch_id=batch_id,
             records=sum(r.records for r in rows),
@@ -431,6 +461,33 @@ class FlowRunner:
         if self._checkpoint is not None:
             shutil.rmtree(self._checkpoint, ignore_errors=True)
             self._checkpoint = None
+
+    def _skip_deleted(self, partitions: Mapping[str, int]) -> None:
+        """Report records deleted below the flow's next offsets and move past them.
+
+        Runs at query start and now and then, for partitions that have nothing
+        left to read (a batch reports the gaps it reads past itself). Skipped
+        while a batch runs: that batch may be replicating the very records.
+        """
+        if not self._progress_lock.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                expected = {
+                    (t, p): self._next_offsets[(t, p)]
+                    for t, n in partitions.items()
+                    for p in range(n)
+                    if (t, p) in self._next_offsets
+                }
+            lost = self.gaps.before_log_start(expected)
+            if lost:
+                moved = {(g.topic, g.partition): g.end for g in lost}
+                self.progress.save(moved, timeout=_TIMEOUT_S)
+                with self._lock:
+                    self._next_offsets.update(moved)
+                self.lost.record(lost)
+        finally:
+            self._progress_lock.release()
 
     def note_failure(self, reason: str) -> None:
         """Record a failure raised outside the flow's own loops."""

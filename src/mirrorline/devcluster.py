@@ -7,7 +7,11 @@ one node. A set of clusters shares a directory holding:
 
 - ``clusters.json``: what is running (alias, ports, pid), read by `status` and `down`;
 - ``clusters.properties``: a ready-to-use MM2-format file naming the clusters;
-- ``<alias>/``: the broker's config, data and logs (``broker.out``, ``logs/server.log``).
+- ``<alias>/``: the broker's config (``server.properties``, ``layout.json``), data and
+  logs (``broker.out``, ``logs/server.log``).
+
+`stop(alias)` and `start(alias)` take one broker away and bring it back on the
+same ports and data, as a broker outage would (for outage tests).
 
 Clusters started with ``die_with_parent=True`` (tests, the demo) are killed by the
 kernel if the Python process dies without cleaning up, so no JVM outlives it.
@@ -36,6 +40,7 @@ from mirrorline.process import dying_with_parent
 BROKER_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 STATE_FILE = "clusters.json"
+LAYOUT_FILE = "layout.json"  # in each cluster's directory: how to start it again
 PROPERTIES_FILE = "clusters.properties"
 DEFAULT_ALIASES = ("east", "west")
 
@@ -165,7 +170,19 @@ class DevClusters:
             directory=str(home),
         )
         (home / "server.properties").write_text(_server_properties(layout))
+        (home / LAYOUT_FILE).write_text(json.dumps(asdict(layout), indent=2))
         return layout
+
+    def _read_layout(self, alias: str) -> _Layout:
+        path = self.directory / alias / LAYOUT_FILE
+        try:
+            return _Layout(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise DevClusterError(
+                f"no stopped dev cluster named {alias!r} in {self.directory}"
+            ) from None
+        except (OSError, ValueError, TypeError) as exc:
+            raise DevClusterError(f"cannot read {path}: {exc}") from exc
 
     def _wait_ready(self, cluster: DevCluster, deadline: float) -> None:
         from confluent_kafka.admin import AdminClient
@@ -210,10 +227,41 @@ class DevClusters:
         return stopped
 
     def stop(self, alias: str, *, timeout: float = 30.0) -> None:
-        """Stop one cluster (for outage tests); the others keep running."""
+        """Stop one cluster (for outage tests); the others keep running.
+
+        Its directory stays, so `start(alias)` brings it back with its data.
+        """
         cluster = self.get(alias)
         self._stop(cluster, timeout=timeout)
         self._save([c for c in self.clusters() if c.alias != alias])
+
+    def start(
+        self, alias: str, *, die_with_parent: bool = False, timeout: float = 120.0
+    ) -> DevCluster:
+        """Start a stopped cluster again: same ports, cluster id and data (the end of an outage).
+
+        Fails if the cluster is running, was never laid out here, or another
+        process took one of its ports in the meantime.
+        """
+        if any(c.alias == alias for c in self.clusters()):
+            raise DevClusterError(f"dev cluster {alias!r} is already running in {self.directory}")
+        layout = self._read_layout(alias)
+        for port in (layout.port, layout.controller_port):
+            if _port_accepts(port):
+                raise DevClusterError(
+                    f"cannot start {alias} again: port {port} is taken by another process"
+                )
+        popen = _launch(jvm.java_executable(), jvm.classpath("kafka"), layout, die_with_parent)
+        self._children[alias] = popen
+        cluster = layout.with_pid(popen.pid)
+        self._save(self.clusters() + [cluster])
+        try:
+            self._wait_ready(cluster, deadline=time.monotonic() + timeout)
+        except BaseException:
+            self._stop(cluster)
+            self._save([c for c in self.clusters() if c.alias != alias])
+            raise
+        return cluster
 
     def _stop(self, cluster: DevCluster, timeout: float = 30.0) -> None:
         popen = self._children.pop(cluster.alias, None)
@@ -258,6 +306,10 @@ class _Layout:
     controller_port: int
     cluster_id: str
     directory: str
+
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap_servers.rsplit(":", 1)[1])
 
     def with_pid(self, pid: int) -> DevCluster:
         return DevCluster(pid=pid, **asdict(self))
@@ -385,7 +437,8 @@ def _launch(
     if die_with_parent:
         # The kernel kills the broker if this process dies, even by SIGKILL.
         command = dying_with_parent(command)
-    out = open(Path(layout.directory) / "broker.out", "wb")  # noqa: SIM115 - child owns it
+    # Appended to: a cluster started again keeps the output of its earlier run.
+    out = open(Path(layout.directory) / "broker.out", "ab")  # noqa: SIM115 - child owns it
     try:
         return subprocess.Popen(
             command,

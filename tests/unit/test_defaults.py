@@ -149,6 +149,22 @@ def test_client_role_defaults(flow: FlowConfig) -> None:
     assert flow.client_settings("target", "admin")["bootstrap.servers"] == "b:9092"
 
 
+def test_every_client_reconnects_within_a_second_unless_configured() -> None:
+    flow = parse_config(MINIMAL, environ={}).flow("A", "B")
+    for side in ("source", "target"):
+        for client in ("consumer", "producer", "admin"):
+            settings = flow.client_settings(side, client)
+            assert settings["reconnect.backoff.max.ms"] == "1000", (side, client)
+            assert settings.setting("reconnect.backoff.max.ms").origin.is_default
+    # Spark's Kafka source (a Java consumer) gets the same value.
+    assert flow.java_client_settings("source", "consumer")["reconnect.backoff.max.ms"] == "1000"
+    configured = parse_config(
+        MINIMAL + "target.producer.reconnect.backoff.max.ms = 5000\n", environ={}
+    ).flow("A", "B")
+    assert configured.client_settings("target", "producer")["reconnect.backoff.max.ms"] == "5000"
+    assert configured.client_settings("target", "admin")["reconnect.backoff.max.ms"] == "1000"
+
+
 def test_unknown_setting_names_are_refused(flow: FlowConfig) -> None:
     with pytest.raises(KeyError, match="not a flow setting"):
         flow.setting("offset.lag.maximum")

@@ -36,3 +36,37 @@ def test_summary_prefers_mirrorline_message_inside_spark_error():
 def test_summary_of_other_errors_is_their_first_line():
     assert _summarise("KafkaError{code=_TRANSPORT}\nmore") == "KafkaError{code=_TRANSPORT}"
     assert _summarise("") == "unknown error"
+
+
+def test_an_unreachable_cluster_shows_in_a_running_flow():
+    from mirrorline.engine.flow import _with_outages
+    from mirrorline.engine.health import ClusterVerdict
+
+    fine = ClusterVerdict("east", "source", True)
+    down = ClusterVerdict("west", "target", False, "Connect to ipv4#127.0.0.1:9 failed")
+    assert _with_outages("running", "", (fine, fine)) == ("running", "")
+    state, reason = _with_outages("running", "", (fine, down))
+    assert state == "degraded"
+    assert reason.startswith("target cluster west unreachable: Connect to ipv4#127.0.0.1:9 failed")
+    state, reason = _with_outages("failed", "progress not written (retrying in 5s)", (fine, down))
+    assert state == "failed"
+    assert "target cluster west unreachable" in reason
+    assert "progress not written" in reason
+    assert _with_outages("starting", "", (down,))[0] == "starting"
+    assert _with_outages("stopped", "stopped by the operator", (down,)) == (
+        "stopped",
+        "stopped by the operator",
+    )
+
+
+def test_a_flow_that_failed_in_an_outage_retries_as_soon_as_the_clusters_answer():
+    from mirrorline.engine.flow import _retry_due
+
+    # Another failure (a refused record): the whole backoff, whatever the clusters do.
+    assert not _retry_due(10.0, retry_at=40.0, failed_in_outage=False, clusters_down=False)
+    assert _retry_due(40.0, retry_at=40.0, failed_in_outage=False, clusters_down=False)
+    # Failed during an outage: not before the backoff while a cluster is still down...
+    assert not _retry_due(10.0, retry_at=40.0, failed_in_outage=True, clusters_down=True)
+    assert _retry_due(40.0, retry_at=40.0, failed_in_outage=True, clusters_down=True)
+    # ...and at once when every cluster answers again.
+    assert _retry_due(10.0, retry_at=40.0, failed_in_outage=True, clusters_down=False)

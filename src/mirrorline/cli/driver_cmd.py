@@ -122,7 +122,20 @@ class _StatusPrinter:
             problems = f"; problems: {'; '.join(s.problems)}" if s.problems else ""
             out.print(
                 f"{s.flow}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
-                f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}",
+                f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}{_losses(s)}",
                 highlight=False,
                 soft_wrap=True,  # one line per flow, however narrow the output
             )
+
+
+def _losses(status: FlowStatus) -> str:
+    """Source records deleted before replication, with the latest gap's exact offsets."""
+    lost = status.counters.get("records_lost", 0)
+    if not lost:
+        return ""
+    gaps = status.counters.get("gaps", 0)
+    latest = f", latest {status.gaps[-1]}" if status.gaps else ""
+    return (
+        f"; {lost} source records lost before replication in {gaps} "
+        f"gap{'s' if gaps != 1 else ''}{latest}"
+    )

@@ -12,6 +12,11 @@ is stopped between batches and started again on the new set. Spark's checkpoint
 directory is created fresh for every start and removed after: the progress topic
 is the only source of truth, so losing the directory or moving the driver is
 harmless.
+
+The flow also probes its two clusters (`health`): an unreachable cluster shows in
+the status while it lasts, and a flow that failed meanwhile retries as soon as
+the cluster answers. Source records deleted before the flow read them are
+reported with their exact offsets (`gaps`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.topics import TopicManager
+from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
+from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.leadership import FlowLeadership
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SourcePartition
@@ -65,6 +72,10 @@ TRIGGER_INTERVAL = "200 milliseconds"
 EARLIEST = -2  # Spark's symbolic offset for the start of a partition
 # How many descriptions of refused records a flow's status keeps.
 RECENT_REFUSALS = 5
+# How often idle partitions are checked for records deleted before they were read.
+GAP_CHECK_S = 10.0
+# Mirrorline's own requests outside the data path: short, so that the flow's thread moves on.
+_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,8 @@ class FlowStatus:
     """What an operator needs to know about a flow, with the reason when it is not well."""
 
     flow: str
-    state: str  # starting | running | standby | failed | stopped
+    # starting | running | standby | degraded (a cluster does not answer) | failed | stopped
+    state: str
     reason: str = ""
     topics: tuple[str, ...] = ()
     partitions: int = 0
@@ -92,7 +104,9 @@ class FlowStatus:
     problems: tuple[str, ...] = ()
     last_batch: BatchStats | None = None
     exactly_once: bool = False
-    # Running totals since the driver started, named for metrics exporters.
+    clusters: tuple[ClusterVerdict, ...] = ()  # latest verdict on source and target
+    gaps: tuple[RecordGap, ...] = ()  # the latest source records lost before replication
+    # Running totals since the driver started, by name, as metrics exporters read them.
     counters: Mapping[str, int] = field(default_factory=dict)
     # The latest records the target refused (errors.tolerance = all), newest last.
     refusals: tuple[str, ...] = ()
@@ -170,7 +184,13 @@ class FlowRunner:
             admin_settings=dict(flow.client_settings(sync_side, "admin")),
             replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
         )
+        self.health = ClusterHealth.for_flow(flow, self.progress.topic)
+        self.gaps = GapFinder(flow.name, flow.client_settings("source", "admin"))
+        self.lost = GapLedger(flow.name)
         self._lock = threading.Lock()
+        # Held while a batch writes and while idle partitions are checked for gaps,
+        # so that a check never counts records a running batch is replicating.
+        self._progress_lock = threading.Lock()
         # A batch in progress holds `_batch_idle` clear; stopping sets `_draining`
         # so that no new batch starts writing (see `_stop_query`).
         self._batch_gate = threading.Lock()
@@ -198,6 +218,9 @@ class FlowRunner:
         self._failures = 0
         # The period of leadership the flow acts on (see `_leads`); None: standing by.
         self._term: int | None = None
+        # Set when the flow failed while a cluster did not answer: retried on its return.
+        self._failed_in_outage = False
+        self._gap_check = _Due(GAP_CHECK_S)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -206,14 +229,20 @@ class FlowRunner:
 
         Called every fraction of a second by the driver; the first call starts the
         flow. Any failure puts the flow in `failed` with the reason, and the next
-        attempt follows after a backoff.
+        attempt follows after a backoff, or as soon as the cluster answers again
+        when it failed during an outage.
         """
         now = time.monotonic()
         if not self._leads():
             return
-        if self._retry_at is not None and now < self._retry_at:
-            return
+        self.health.start()
+        if self._retry_at is not None:
+            down = bool(self.health.unreachable())
+            self._failed_in_outage |= down
+            if not _retry_due(now, self._retry_at, self._failed_in_outage, down):
+                return
         self._retry_at = None
+        self._failed_in_outage = False
         try:
             if not self._prepared:
                 self.progress.ensure_topic()
@@ -234,11 +263,16 @@ class FlowRunner:
                 self._next_offsets = saved.next_offsets
                 self._provenance = self._provenance_for_policy()
                 self._prepared = True
-            if self._refresh.take(now):
+            # Loops wait while a cluster does not answer, rather than each failing
+            # after its timeout (the status already says why); they run on its return.
+            reachable = not self.health.unreachable()
+            if reachable and self._refresh.take(now):
                 self._guard("topic refresh", self.topics.refresh)
-            if self._config_sync.take(now):
+            if reachable and self._config_sync.take(now):
                 self._guard("topic config sync", self.topics.sync_configs)
             self._check_query()
+            if reachable and self._query is not None and self._gap_check.take(now):
+                self._guard("source gap check", lambda: self._skip_deleted(self._assigned or {}))
             ready = self.topics.ready()
             if ready != self._assigned:
                 self._restart(ready)
@@ -252,15 +286,19 @@ class FlowRunner:
         self.progress.close()
         self.syncs.close()
         self.topics.close()
+        self.health.close()
+        self.gaps.close()
         self._set_state("stopped", "stopped by the operator")
 
     def status(self) -> FlowStatus:
+        clusters = self.health.verdicts()
         with self._lock:
             totals = self._totals
+            state, reason = _with_outages(self._state, self._reason, clusters)
             return FlowStatus(
                 flow=self.flow.name,
-                state=self._state,
-                reason=self._reason,
+                state=state,
+                reason=reason,
                 topics=tuple(sorted(self._assigned or ())),
                 partitions=sum((self._assigned or {}).values()),
                 records=totals.records,
@@ -269,7 +307,9 @@ class FlowRunner:
                 + tuple(f"{loop} failed: {error}" for loop, error in self._loop_errors.items()),
                 last_batch=totals.last_batch,
                 exactly_once=self._exactly_once,
-                counters=totals.counters(),
+                clusters=clusters,
+                gaps=self.lost.recent(),
+                counters={**totals.counters(), **self.lost.counters()},
                 refusals=totals.refusals,
             )
 
@@ -302,6 +342,7 @@ class FlowRunner:
         if not ready:
             self._set_state("running", "no source topic matches the flow's filter yet")
             return
+        self._guard("source gap check", lambda: self._skip_deleted(ready))
         starting = self._starting_offsets(ready)
         self._checkpoint = (
             self._work_dir / "checkpoints" / self.flow.name.replace(">", "") / uuid.uuid4().hex
@@ -356,7 +397,8 @@ class FlowRunner:
                 return
             self._batch_idle.clear()
         try:
-            self._write_batch(spec, frame, batch_id)
+            with self._progress_lock:
+                self._write_batch(spec, frame, batch_id)
         finally:
             self._batch_idle.set()
 
@@ -379,11 +421,19 @@ class FlowRunner:
                 for s in r.syncs
             )
         advanced: dict[SourcePartition, int] = {}
+        first_seen: dict[SourcePartition, int] = {}
         for r in rows:
             key = (r.topic, r.partition)
             advanced[key] = max(advanced.get(key, 0), r.next_offset)
+            # A partition whose records were all filtered out is bounded by its next offset.
+            seen = r.first_offset if r.first_offset is not None else r.next_offset - 1
+            first_seen[key] = min(first_seen.get(key, seen), seen)
+        with self._lock:
+            expected = dict(self._next_offsets)
+        lost = self.gaps.after_batch(expected, first_seen)
         if not self._exactly_once:  # exactly-once tasks committed their progress themselves
             self.progress.save(advanced)
+        self.lost.record(lost)  # once saved: a replayed batch reports nothing twice
         refusals = [text for r in rows for text in r.refusals]
         for text in refusals:
             log.warning("flow %s skipped a refused record: %s", self.flow.name, text)
@@ -528,6 +578,33 @@ class FlowRunner:
             shutil.rmtree(self._checkpoint, ignore_errors=True)
             self._checkpoint = None
 
+    def _skip_deleted(self, partitions: Mapping[str, int]) -> None:
+        """Report records deleted below the flow's next offsets and move past them.
+
+        Runs at query start and now and then, for partitions that have nothing
+        left to read (a batch reports the gaps it reads past itself). Skipped
+        while a batch runs: that batch may be replicating the very records.
+        """
+        if not self._progress_lock.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                expected = {
+                    (t, p): self._next_offsets[(t, p)]
+                    for t, n in partitions.items()
+                    for p in range(n)
+                    if (t, p) in self._next_offsets
+                }
+            lost = self.gaps.before_log_start(expected)
+            if lost:
+                moved = {(g.topic, g.partition): g.end for g in lost}
+                self.progress.save(moved, timeout=_TIMEOUT_S)
+                with self._lock:
+                    self._next_offsets.update(moved)
+                self.lost.record(lost)
+        finally:
+            self._progress_lock.release()
+
     def note_failure(self, reason: str) -> None:
         """Record a failure raised outside the flow's own loops."""
         self._fail(reason, time.monotonic())
@@ -536,6 +613,7 @@ class FlowRunner:
         backoff = self.RESTART_BACKOFF_S[min(self._failures, len(self.RESTART_BACKOFF_S) - 1)]
         self._failures += 1
         self._retry_at = now + backoff
+        self._failed_in_outage = bool(self.health.unreachable())
         self._set_state("failed", f"{reason} (retrying in {backoff:.0f}s)")
         log.warning("flow %s failed: %s", self.flow.name, reason)
 
@@ -557,6 +635,26 @@ class FlowRunner:
         with self._lock:
             self._state = state
             self._reason = reason
+
+
+def _retry_due(now: float, retry_at: float, failed_in_outage: bool, clusters_down: bool) -> bool:
+    """Whether a failed flow tries again: at the end of its backoff, or at once when it
+    failed while a cluster did not answer and every cluster answers again."""
+    if clusters_down:
+        return now >= retry_at
+    return failed_in_outage or now >= retry_at
+
+
+def _with_outages(state: str, reason: str, clusters: tuple[ClusterVerdict, ...]) -> tuple[str, str]:
+    """The flow's state and reason, saying so when a cluster it needs does not answer."""
+    down = "; ".join(str(v) for v in clusters if not v.reachable)
+    if not down or state == "stopped":
+        return state, reason
+    if state == "failed":
+        return state, f"{down}; retrying as soon as it answers ({reason})"
+    if state == "starting":
+        return state, f"{down}; the flow starts when it answers"
+    return "degraded", f"{down}; replication resumes by itself when it answers"
 
 
 class _QueryDied(RuntimeError):

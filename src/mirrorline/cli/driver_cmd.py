@@ -114,6 +114,7 @@ class _StatusPrinter:
                 out.print(f"{s.flow}: standby — {s.reason}", highlight=False, soft_wrap=True)
                 self._last_records.pop(s.flow, None)
                 continue
+            mode = " (exactly once)" if s.exactly_once else ""
             then, before = self._last_records.get(s.flow, (now, s.records))
             rate = (s.records - before) / (now - then) if now > then else 0.0
             self._last_records[s.flow] = (now, s.records)
@@ -121,8 +122,9 @@ class _StatusPrinter:
             reason = f" — {s.reason}" if s.reason else ""
             problems = f"; problems: {'; '.join(s.problems)}" if s.problems else ""
             out.print(
-                f"{s.flow}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
-                f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}{_losses(s)}",
+                f"{s.flow}{mode}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
+                f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}{_losses(s)}"
+                f"{_refusals(s)}",
                 highlight=False,
                 soft_wrap=True,  # one line per flow, however narrow the output
             )
@@ -139,3 +141,13 @@ def _losses(status: FlowStatus) -> str:
         f"; {lost} source records lost before replication in {gaps} "
         f"gap{'s' if gaps != 1 else ''}{latest}"
     )
+
+
+def _refusals(status: FlowStatus) -> str:
+    """Records the target refused and the flow skipped (errors.tolerance = all)."""
+    refused = status.counters.get("records_refused", 0)
+    if not refused:
+        return ""
+    dead = status.counters.get("records_dead_lettered", 0)
+    latest = f", latest: {status.refusals[-1]}" if status.refusals else ""
+    return f"; {refused} refused records skipped ({dead} dead-lettered){latest}"

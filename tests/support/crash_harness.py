@@ -340,6 +340,7 @@ def run_crash_scenario(
 ) -> CrashReport:
     """Replicate a stream while crashing the driver `scenario.kills` times; audit the result."""
     began = time.monotonic()
+    work_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(scenario.seed)
     topic = unique_name("crash")
     remote = f"{source.alias}.{topic}"

@@ -12,12 +12,13 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk python jvm demo test bench lint clean
+.PHONY: help setup jdk python jvm demo test bench chaos lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
 	@echo "make bench  set up everything and compare Mirrorline with MirrorMaker 2 (10-20 min)"
+	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
 
 setup: jdk python jvm
@@ -56,6 +57,11 @@ test: setup
 BENCH_ARGS ?=
 bench: setup
 	$(BIN)/python benchmarks/replication_benchmark.py $(BENCH_ARGS)
+
+# Full scale by default; CHAOS_ARGS="--records 100000 --kills 3 --mode at-least-once" for a quick check.
+CHAOS_ARGS ?=
+chaos: setup
+	$(BIN)/python benchmarks/chaos.py $(CHAOS_ARGS)
 
 lint: python
 	$(BIN)/ruff check src tests

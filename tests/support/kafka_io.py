@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ensure_topic
 
 
@@ -181,5 +182,25 @@ def end_offsets(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, in
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def read_offset_syncs(bootstrap: str, topic: str, timeout: float = 60) -> list[OffsetSync]:
+    """Every offset sync in `topic` (one partition, MM2's format), in the order written."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("syncs")})
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        syncs: list[OffsetSync] = []
+        deadline = time.monotonic() + timeout
+        while len(syncs) < end:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"read {len(syncs)} of {end} offset syncs from {topic}")
+            for msg in consumer.consume(1000, timeout=1):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                syncs.append(OffsetSync.decode(msg.key(), msg.value()))
+        return syncs
     finally:
         consumer.close()

@@ -1,0 +1,491 @@
+"""Crash a running driver again and again; then prove that the replica lost nothing.
+
+One scenario: a fresh source topic receives a steady stream of numbered records
+while `mirrorline driver` replicates it as a child process. Each time the driver
+has written something since its last start, it is SIGKILLed (with everything it
+started: Spark's JVM, the Python workers) after a random delay, and started
+again. After the last start the driver catches up and is stopped, both topics
+are read back and every partition of the replica is audited against the source
+(`replica_audit`).
+
+Shared by `tests/integration/test_crash_safety.py` (small, both modes) and
+`benchmarks/chaos.py` (the long soak).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+
+from mirrorline.devcluster import DevCluster
+from support.driver_process import DriverProcess
+from support.driving import write_config
+from support.kafka_io import create_topic, unique_name
+from support.replica_audit import RecordLog, audit_partition, content_digest, sequence_of
+from support.wait import wait_until
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A delivery guarantee: the flow settings that ask for it, and how to read the replica."""
+
+    name: str
+    settings: str  # properties lines added to the flow's configuration
+    isolation_level: str  # of the consumer that reads the replica back
+    exactly_once: bool
+
+
+AT_LEAST_ONCE = Mode("at-least-once", "", "read_uncommitted", exactly_once=False)
+EXACTLY_ONCE = Mode(
+    "exactly-once",
+    "exactly.once.source.support = enabled\nconsumer.isolation.level = read_committed\n",
+    "read_committed",
+    exactly_once=True,
+)
+MODES = {m.name: m for m in (AT_LEAST_ONCE, EXACTLY_ONCE)}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    records: int
+    partitions: int
+    kills: int
+    rate: int  # records/s into the source topic
+    max_poll_records: int  # per partition and micro-batch: bounds the re-reads of one crash
+    seed: int
+    max_kill_delay_s: float = 3.0  # longest wait, once the driver writes, before killing it
+    start_timeout_s: float = 180.0  # for a started driver to write its first record
+    catch_up_timeout_s: float = 300.0
+
+    @property
+    def batch_records(self) -> int:
+        """The most records one micro-batch reads (Spark's maxOffsetsPerTrigger)."""
+        return self.max_poll_records * self.partitions
+
+
+@dataclass(frozen=True)
+class Kill:
+    start: int  # which start of the driver was killed (1-based)
+    delay_s: float  # how long after its first new record on the target
+    target_records: int  # target end offsets (summed) when it was killed
+    source_records: int  # records acknowledged by the source by then
+
+
+@dataclass
+class CrashReport:
+    mode: str
+    seed: int
+    records: int
+    partitions: int
+    batch_records: int
+    kills: list[Kill]
+    replicated: int  # records read from the replica, duplicates included
+    duplicates: int
+    duplicates_per_kill: list[int]  # written again by the start after each kill
+    lost: int
+    seconds: float
+    graceful_stop: bool
+    problems: list[str] = field(default_factory=list)
+
+    def violations(self) -> list[str]:
+        """Every way this run broke the guarantees of its mode (empty: it kept them)."""
+        found = list(self.problems)
+        if self.lost:
+            found.append(f"{self.lost} source records have no copy on the target")
+        if self.mode == EXACTLY_ONCE.name and self.duplicates:
+            found.append(f"{self.duplicates} records written more than once in exactly-once mode")
+        for kill, count in enumerate(self.duplicates_per_kill, start=1):
+            if count > self.batch_records:
+                found.append(
+                    f"kill {kill}: {count} records written again, more than one micro-batch "
+                    f"({self.batch_records} records)"
+                )
+        return found
+
+    def summary(self) -> str:
+        per_kill = ", ".join(str(n) for n in self.duplicates_per_kill) or "none"
+        return (
+            f"{self.mode}: {self.records:,} records, {len(self.kills)} kills, "
+            f"{self.duplicates:,} duplicates (per kill: {per_kill}; bound "
+            f"{self.batch_records:,}), {self.lost:,} lost, {self.seconds:.0f}s, seed {self.seed}"
+        )
+
+
+def numbered_record(seq: int, partitions: int, rng: random.Random):
+    """(partition, key, value, headers) of the record with sequence number `seq`."""
+    value = b"%d:%s" % (seq, rng.randbytes(rng.randrange(12)).hex().encode())
+    headers = [("trace", b"%d" % seq), ("app", b"crash-test")] if seq % 4 == 0 else None
+    return seq % partitions, b"k%d" % (seq % 1000), value, headers
+
+
+class SteadyProducer(threading.Thread):
+    """Streams numbered records round-robin over the partitions, so that it lasts through the kills.
+
+    The stream is cut into `kills + 2` equal slices: the first is released at
+    once, one more each time a start of the driver begins writing. Within the
+    released records the producer keeps to `rate` records per second, and waits
+    when it has produced them all. So new records arrive around every kill and
+    after the last start, whether the driver takes ten seconds to start or a
+    minute on a busy machine. Idempotent: the source log holds each record once,
+    in produce order.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, scenario: Scenario, seed: int) -> None:
+        super().__init__(name="crash-test-producer", daemon=True)
+        self._servers = bootstrap
+        self._topic = topic
+        self._scenario = scenario
+        self._rng = random.Random(seed)
+        self._halt = threading.Event()
+        self._slices = scenario.kills + 2
+        self._released = 1
+        self.acknowledged = 0
+        self.failures: list[str] = []
+
+    def release_slice(self) -> None:
+        self._released = min(self._slices, self._released + 1)
+
+    def run(self) -> None:
+        producer = Producer(
+            {"bootstrap.servers": self._servers, "enable.idempotence": True, "linger.ms": 10}
+        )
+
+        def delivered(error, _msg) -> None:
+            if error is None:
+                self.acknowledged += 1
+            else:
+                self.failures.append(error.str())
+
+        total, rate = self._scenario.records, self._scenario.rate
+        sent, allowance, last = 0, 0.0, time.monotonic()
+        try:
+            while sent < total and not self._halt.is_set():
+                now = time.monotonic()
+                released = total * self._released // self._slices
+                # Time spent waiting for a release earns no allowance: no burst after it.
+                allowance = min(allowance + (now - last) * rate, released - sent)
+                last = now
+                while allowance >= 1:
+                    partition, key, value, headers = numbered_record(
+                        sent, self._scenario.partitions, self._rng
+                    )
+                    try:
+                        producer.produce(
+                            self._topic,
+                            key=key,
+                            value=value,
+                            partition=partition,
+                            headers=headers,
+                            on_delivery=delivered,
+                        )
+                    except BufferError:
+                        producer.poll(0.05)
+                        continue  # the same record again
+                    sent += 1
+                    allowance -= 1
+                producer.poll(0.01)  # serves delivery reports; paces the loop
+            remaining = producer.flush(60)
+            if remaining:
+                self.failures.append(f"{remaining} records unacknowledged after 60s")
+        except Exception as exc:  # noqa: BLE001 - reported by check()
+            self.failures.append(repr(exc))
+
+    @property
+    def finished(self) -> bool:
+        return not self.is_alive() and self.acknowledged == self._scenario.records
+
+    def check(self) -> None:
+        if self.failures:
+            raise AssertionError(f"producing to the source failed: {self.failures[:3]}")
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.ident is not None:  # started
+            self.join(90)
+
+
+class EndOffsets:
+    """Each partition's end offset (high watermark) of a topic; 0 where there is none yet."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": unique_name("ends"),
+                "isolation.level": "read_uncommitted",
+            }
+        )
+
+    def __call__(self, topic: str, partitions: int) -> dict[int, int]:
+        ends = {}
+        for p in range(partitions):
+            try:
+                ends[p] = self._consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=10
+                )[1]
+            except KafkaException:  # no such topic or partition yet, or no leader yet
+                ends[p] = 0
+        return ends
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class TopicReader:
+    """Reads a topic from its beginning as it grows, into one `RecordLog` per partition."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, isolation_level: str) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self.logs = {p: RecordLog() for p in range(partitions)}
+        self._reached = dict.fromkeys(range(partitions), 0)  # next offset to look at
+        self._seen = bytearray()  # by sequence number: read at least once
+        self.distinct = 0  # sequence numbers read at least once
+        self._assigned = False
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": unique_name("replica-reader"),
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "isolation.level": isolation_level,
+            }
+        )
+        self._ends = EndOffsets(bootstrap)
+
+    def poll(self, timeout: float = 0.5) -> int:
+        """Read what is there (waiting up to `timeout`); returns the number of records read."""
+        if not self._assigned:
+            meta = self._consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+            if meta is None or meta.error is not None or len(meta.partitions) < self.partitions:
+                time.sleep(timeout)
+                return 0
+            self._consumer.assign(
+                [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
+            )
+            self._assigned = True
+        read = 0
+        for msg in self._consumer.consume(10_000, timeout=timeout):
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    p = msg.partition()
+                    self._reached[p] = max(self._reached[p], msg.offset())
+                    continue
+                raise KafkaException(error)
+            p, offset = msg.partition(), msg.offset()
+            seq = sequence_of(msg.value())
+            self.logs[p].append(
+                offset,
+                seq,
+                content_digest(msg.key(), msg.value(), msg.headers(), msg.timestamp()[1]),
+            )
+            self._reached[p] = offset + 1
+            if seq >= 0:
+                if seq >= len(self._seen):
+                    self._seen.extend(bytes(seq + 1 - len(self._seen) + 100_000))
+                if not self._seen[seq]:
+                    self._seen[seq] = 1
+                    self.distinct += 1
+            read += 1
+        return read
+
+    def drain(self, timeout: float = 180.0) -> None:
+        """Read up to the end offsets the topic has now."""
+        ends = self._ends(self.topic, self.partitions)
+
+        def at_ends() -> bool:
+            self.poll()
+            return all(self._reached[p] >= n for p, n in ends.items())
+
+        wait_until(
+            at_ends,
+            timeout=timeout,
+            what=f"reading {self.topic} up to its end offsets {ends} "
+            f"(reached {self._reached}; an open transaction holds read_committed readers back)",
+            interval=0,
+        )
+
+    @property
+    def records(self) -> int:
+        return sum(len(log) for log in self.logs.values())
+
+    def close(self) -> None:
+        self._consumer.close()
+        self._ends.close()
+
+
+def run_crash_scenario(
+    source: DevCluster,
+    target: DevCluster,
+    work_dir: Path,
+    mode: Mode,
+    scenario: Scenario,
+    say: Say = print,
+) -> CrashReport:
+    """Replicate a stream while crashing the driver `scenario.kills` times; audit the result."""
+    began = time.monotonic()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(scenario.seed)
+    topic = unique_name("crash")
+    remote = f"{source.alias}.{topic}"
+    create_topic(source.bootstrap_servers, topic, partitions=scenario.partitions)
+    flow = f"{source.alias}->{target.alias}"
+    config = write_config(
+        work_dir / f"{mode.name}.properties",
+        [source, target],
+        f"{flow}.enabled = true\n{flow}.topics = {topic}\n"
+        f"max.poll.records = {scenario.max_poll_records}\n{mode.settings}",
+    )
+    say(
+        f"{mode.name}: {scenario.records:,} records into {source.alias}/{topic} "
+        f"({scenario.partitions} partitions) at {scenario.rate:,}/s, {scenario.kills} kills, "
+        f"seed {scenario.seed}"
+    )
+    producer = SteadyProducer(source.bootstrap_servers, topic, scenario, rng.randrange(2**32))
+    target_ends = EndOffsets(target.bootstrap_servers)
+    replica = TopicReader(
+        target.bootstrap_servers, remote, scenario.partitions, mode.isolation_level
+    )
+    restarts: list[dict[int, int]] = []  # target end offsets before each start after the first
+    kills: list[Kill] = []
+    problems: list[str] = []
+    graceful = False
+    try:
+        producer.start()
+        for start in range(1, scenario.kills + 2):
+            before = target_ends(remote, scenario.partitions)
+            if start > 1:
+                restarts.append(before)
+            log = work_dir / "logs" / f"{mode.name}-driver-{start}.log"
+            with DriverProcess(config, work_dir / "driver", log) as driver:
+
+                def written_since_start(driver=driver, before=before) -> bool:
+                    driver.check()
+                    producer.check()
+                    now = target_ends(remote, scenario.partitions)
+                    return sum(now.values()) > sum(before.values())
+
+                wait_until(
+                    written_since_start,
+                    timeout=scenario.start_timeout_s,
+                    what=f"start {start} of the driver to write to {remote} (log: {log})",
+                    interval=0.1,
+                )
+                up = time.monotonic() - driver.started
+                producer.release_slice()
+                if start <= scenario.kills:
+                    delay = rng.uniform(0, scenario.max_kill_delay_s)
+                    time.sleep(delay)  # the random moment itself, not a synchronisation
+                    driver.check()
+                    driver.crash()
+                    kill = Kill(
+                        start,
+                        round(delay, 2),
+                        sum(target_ends(remote, scenario.partitions).values()),
+                        producer.acknowledged,
+                    )
+                    kills.append(kill)
+                    say(
+                        f"  kill {start}/{scenario.kills}: {delay:.2f}s after start {start} "
+                        f"wrote (up after {up:.1f}s); target {kill.target_records:,}, "
+                        f"source {kill.source_records:,} records"
+                    )
+                else:
+                    say(f"  start {start}: up after {up:.1f}s; catching up")
+                    if not _catch_up(driver, producer, replica, scenario, say):
+                        problems.append(
+                            f"the target did not receive every source record within "
+                            f"{scenario.catch_up_timeout_s:.0f}s after the last start"
+                        )
+                    graceful = driver.stop()
+        producer.stop()
+        producer.check()
+        replica.drain()
+        say(f"  reading {source.alias}/{topic} back")
+        original = TopicReader(
+            source.bootstrap_servers, topic, scenario.partitions, "read_uncommitted"
+        )
+        try:
+            original.drain()
+            audits = [
+                audit_partition(
+                    p, original.logs[p], replica.logs[p], [ends[p] for ends in restarts]
+                )
+                for p in range(scenario.partitions)
+            ]
+        finally:
+            original.close()
+    finally:
+        producer.stop()
+        replica.close()
+        target_ends.close()
+    if original.records != scenario.records:
+        problems.append(f"the source holds {original.records} records, not {scenario.records}")
+    report = CrashReport(
+        mode=mode.name,
+        seed=scenario.seed,
+        records=original.records,
+        partitions=scenario.partitions,
+        batch_records=scenario.batch_records,
+        kills=kills,
+        replicated=sum(a.replicated for a in audits),
+        duplicates=sum(sum(a.duplicates) for a in audits),
+        duplicates_per_kill=[
+            sum(a.duplicates[k] for a in audits) for k in range(1, scenario.kills + 1)
+        ],
+        lost=sum(a.lost for a in audits),
+        seconds=round(time.monotonic() - began, 1),
+        graceful_stop=graceful,
+        problems=problems
+        + [p for a in audits for p in a.problems]
+        + [
+            f"partition {a.partition}: {a.lost} records lost, the first at source offset "
+            f"{a.first_lost}"
+            for a in audits
+            if a.lost
+        ],
+    )
+    say(f"  {report.summary()}")
+    return report
+
+
+def _catch_up(
+    driver: DriverProcess,
+    producer: SteadyProducer,
+    replica: TopicReader,
+    scenario: Scenario,
+    say: Say,
+) -> bool:
+    """Read the replica until it holds every record of the finished stream; False on timeout."""
+    deadline = time.monotonic() + scenario.catch_up_timeout_s
+    next_report = time.monotonic() + 10
+    while not (producer.finished and replica.distinct >= scenario.records):
+        driver.check()
+        producer.check()
+        replica.poll()
+        now = time.monotonic()
+        if now > deadline:
+            return False
+        if now >= next_report:
+            next_report = now + 10
+            say(
+                f"  catching up: {replica.distinct:,} of {producer.acknowledged:,} "
+                "source records on the target"
+            )
+    return True

@@ -1,0 +1,140 @@
+"""`mirrorline driver` as a child process that can be crashed like a lost host.
+
+The driver runs in a session of its own (`start_new_session`). Its Spark JVM and
+the JVM's Python workers stay in that session (PySpark's worker daemon changes
+its process group, never its session), so "every process of the session" is
+exactly the driver and everything it started. `crash()` SIGKILLs all of them at
+once, as a power cut would, and waits until none is left; nothing of a crashed
+driver can write to Kafka after `crash()` returns.
+
+The driver is also started under `setpriv --pdeathsig KILL`, so it dies with the
+process that started it even if that one is killed; its JVM follows (it exits
+when its standard input closes) and the workers follow the JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mirrorline
+from mirrorline.process import dying_with_parent
+
+# The `src` directory of the Mirrorline being tested, for the child's PYTHONPATH.
+_SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
+
+
+class DriverProcess:
+    """One start of `python -m mirrorline driver`, its output in `log_path`."""
+
+    def __init__(self, config: Path, work_dir: Path, log_path: Path) -> None:
+        self.log_path = log_path
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH", "")) if p
+        )
+        env["PYTHONUNBUFFERED"] = "1"
+        command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
+        command += ["--work-dir", str(work_dir), "--status-every", "5"]
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as log:
+            self.popen = subprocess.Popen(
+                dying_with_parent(command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        self.session = self.popen.pid  # a session leader's pid is its session id
+        self.started = time.monotonic()
+
+    def __enter__(self) -> DriverProcess:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.crash()
+
+    def check(self) -> None:
+        """Raise with the end of the driver's output if it exited on its own."""
+        code = self.exit_code()
+        if code is not None:
+            raise AssertionError(
+                f"the driver exited by itself with code {code}; end of {self.log_path}:\n"
+                f"{self.log_tail()}"
+            )
+
+    def exit_code(self) -> int | None:
+        """The driver's exit code (negative: killed by that signal), None while it runs.
+
+        Looks without reaping the process: until `crash()` reaps it, its pid and
+        so its session id cannot be taken by another process.
+        """
+        if self.popen.returncode is not None:
+            return self.popen.returncode
+        info = os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None:
+            return None
+        return -info.si_status if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else info.si_status
+
+    def crash(self, timeout: float = 60.0) -> None:
+        """SIGKILL every process of the driver's session and wait until all are gone."""
+        if self.popen.returncode is not None:
+            return  # crashed or stopped before: the session is empty and its id no longer ours
+        deadline = time.monotonic() + timeout
+        while members := self._live_members():
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"processes {members} of the driver's session survived SIGKILL for "
+                    f"{timeout:.0f}s"
+                )
+            time.sleep(0.05)
+        # Only now: until the leader is reaped its pid, hence the session id, stays ours.
+        self.popen.wait()
+
+    def stop(self, timeout: float = 90.0) -> bool:
+        """SIGTERM (stop between batches); True if the driver exited by itself in time.
+
+        Whatever is left afterwards (or everything, on timeout) is crashed.
+        """
+        if self.exit_code() is None:
+            os.kill(self.popen.pid, signal.SIGTERM)  # not Popen.send_signal: it reaps
+        deadline = time.monotonic() + timeout
+        while self.exit_code() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        graceful = self.exit_code() == 0
+        self.crash()
+        return graceful
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no output)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def _live_members(self) -> list[int]:
+        """Pids of the session's processes that are not yet dead (zombies count as dead)."""
+        members = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            # The command name may hold spaces and parentheses; fields follow the last ')'.
+            fields = stat.rsplit(")", 1)[1].split()
+            state, session = fields[0], int(fields[3])
+            if session == self.session and state not in ("Z", "X"):
+                members.append(int(entry))
+        return members

@@ -32,6 +32,8 @@ def _seed() -> int:
     return int(chosen) if chosen else random.SystemRandom().randrange(2**31)
 
 
+# A driver start takes 10-15 s on a quiet machine and up to a minute on a busy one.
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize(
     "mode", [AT_LEAST_ONCE, EXACTLY_ONCE], ids=lambda m: m.name.replace("-", "_")
 )

@@ -32,6 +32,8 @@ def _seed() -> int:
     return int(chosen) if chosen else random.SystemRandom().randrange(2**31)
 
 
+# A driver start takes 10-15 s on a quiet machine and up to a minute on a busy one.
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize(
     "mode", [AT_LEAST_ONCE, EXACTLY_ONCE], ids=lambda m: m.name.replace("-", "_")
 )
@@ -41,7 +43,8 @@ def test_killed_driver_loses_nothing(two_clusters, tmp_path, mode):
         records=200_000,
         partitions=4,
         kills=5,
-        # The stream lasts about as long as five driver starts (10-15 s each).
+        # Within the slice released at each start (`SteadyProducer`): about 11 s of
+        # stream per start, as long as a start takes on a quiet machine.
         rate=2_500,
         # 4,000 records per micro-batch: small enough to make the bound per kill tell.
         max_poll_records=1_000,

@@ -96,7 +96,8 @@ class CrashReport:
     kills: list[Kill]
     replicated: int  # records read from the replica, duplicates included
     duplicates: int
-    duplicates_per_kill: list[int]  # written again by the start after each kill
+    # Per kill: records the killed start wrote that a later start wrote again.
+    duplicates_per_kill: list[int]
     lost: int
     seconds: float
     graceful_stop: bool
@@ -321,6 +322,14 @@ class TopicReader:
             interval=0,
         )
 
+    def holds_records_from(self, ends: dict[int, int]) -> bool:
+        """Whether a record at or after `ends[p]` of some partition p has been read.
+
+        Records as this reader sees them: with read_committed, records of
+        transactions not committed yet (and transaction markers) do not count.
+        """
+        return any(log.offsets and log.offsets[-1] >= ends[p] for p, log in self.logs.items())
+
     @property
     def records(self) -> int:
         return sum(len(log) for log in self.logs.values())
@@ -343,7 +352,6 @@ def run_crash_scenario(
     work_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(scenario.seed)
     topic = unique_name("crash")
-    remote = f"{source.alias}.{topic}"
     create_topic(source.bootstrap_servers, topic, partitions=scenario.partitions)
     flow = f"{source.alias}->{target.alias}"
     config = write_config(
@@ -357,135 +365,183 @@ def run_crash_scenario(
         f"({scenario.partitions} partitions) at {scenario.rate:,}/s, {scenario.kills} kills, "
         f"seed {scenario.seed}"
     )
-    producer = SteadyProducer(source.bootstrap_servers, topic, scenario, rng.randrange(2**32))
-    target_ends = EndOffsets(target.bootstrap_servers)
-    replica = TopicReader(
-        target.bootstrap_servers, remote, scenario.partitions, mode.isolation_level
-    )
-    restarts: list[dict[int, int]] = []  # target end offsets before each start after the first
-    kills: list[Kill] = []
-    problems: list[str] = []
-    graceful = False
+    run = _CrashRun(source, target, topic, config, work_dir, mode, scenario, rng, say)
     try:
-        producer.start()
-        for start in range(1, scenario.kills + 2):
-            before = target_ends(remote, scenario.partitions)
-            if start > 1:
-                restarts.append(before)
-            log = work_dir / "logs" / f"{mode.name}-driver-{start}.log"
-            with DriverProcess(config, work_dir / "driver", log) as driver:
-
-                def written_since_start(driver=driver, before=before) -> bool:
-                    driver.check()
-                    producer.check()
-                    now = target_ends(remote, scenario.partitions)
-                    return sum(now.values()) > sum(before.values())
-
-                wait_until(
-                    written_since_start,
-                    timeout=scenario.start_timeout_s,
-                    what=f"start {start} of the driver to write to {remote} (log: {log})",
-                    interval=0.1,
-                )
-                up = time.monotonic() - driver.started
-                producer.release_slice()
-                if start <= scenario.kills:
-                    delay = rng.uniform(0, scenario.max_kill_delay_s)
-                    time.sleep(delay)  # the random moment itself, not a synchronisation
-                    driver.check()
-                    driver.crash()
-                    kill = Kill(
-                        start,
-                        round(delay, 2),
-                        sum(target_ends(remote, scenario.partitions).values()),
-                        producer.acknowledged,
-                    )
-                    kills.append(kill)
-                    say(
-                        f"  kill {start}/{scenario.kills}: {delay:.2f}s after start {start} "
-                        f"wrote (up after {up:.1f}s); target {kill.target_records:,}, "
-                        f"source {kill.source_records:,} records"
-                    )
-                else:
-                    say(f"  start {start}: up after {up:.1f}s; catching up")
-                    if not _catch_up(driver, producer, replica, scenario, say):
-                        problems.append(
-                            f"the target did not receive every source record within "
-                            f"{scenario.catch_up_timeout_s:.0f}s after the last start"
-                        )
-                    graceful = driver.stop()
-        producer.stop()
-        producer.check()
-        replica.drain()
-        say(f"  reading {source.alias}/{topic} back")
-        original = TopicReader(
-            source.bootstrap_servers, topic, scenario.partitions, "read_uncommitted"
-        )
-        try:
-            original.drain()
-            audits = [
-                audit_partition(
-                    p, original.logs[p], replica.logs[p], [ends[p] for ends in restarts]
-                )
-                for p in range(scenario.partitions)
-            ]
-        finally:
-            original.close()
+        run.producer.start()
+        for start in range(1, scenario.kills + 1):
+            run.start_and_kill(start)
+        run.start_and_catch_up(scenario.kills + 1)
+        run.producer.stop()
+        run.producer.check()
+        run.replica.drain()
+        report = run.audit()
     finally:
-        producer.stop()
-        replica.close()
-        target_ends.close()
-    if original.records != scenario.records:
-        problems.append(f"the source holds {original.records} records, not {scenario.records}")
-    report = CrashReport(
-        mode=mode.name,
-        seed=scenario.seed,
-        records=original.records,
-        partitions=scenario.partitions,
-        batch_records=scenario.batch_records,
-        kills=kills,
-        replicated=sum(a.replicated for a in audits),
-        duplicates=sum(sum(a.duplicates) for a in audits),
-        duplicates_per_kill=[
-            sum(a.duplicates[k] for a in audits) for k in range(1, scenario.kills + 1)
-        ],
-        lost=sum(a.lost for a in audits),
-        seconds=round(time.monotonic() - began, 1),
-        graceful_stop=graceful,
-        problems=problems
-        + [p for a in audits for p in a.problems]
-        + [
-            f"partition {a.partition}: {a.lost} records lost, the first at source offset "
-            f"{a.first_lost}"
-            for a in audits
-            if a.lost
-        ],
-    )
+        run.close()
+    report.seconds = round(time.monotonic() - began, 1)
     say(f"  {report.summary()}")
     return report
 
 
-def _catch_up(
-    driver: DriverProcess,
-    producer: SteadyProducer,
-    replica: TopicReader,
-    scenario: Scenario,
-    say: Say,
-) -> bool:
-    """Read the replica until it holds every record of the finished stream; False on timeout."""
-    deadline = time.monotonic() + scenario.catch_up_timeout_s
-    next_report = time.monotonic() + 10
-    while not (producer.finished and replica.distinct >= scenario.records):
-        driver.check()
-        producer.check()
-        replica.poll()
-        now = time.monotonic()
-        if now > deadline:
-            return False
-        if now >= next_report:
-            next_report = now + 10
-            say(
-                f"  catching up: {replica.distinct:,} of {producer.acknowledged:,} "
-                "source records on the target"
+class _CrashRun:
+    """The moving parts of one scenario: the stream, the replica's reader, each driver start."""
+
+    def __init__(
+        self,
+        source: DevCluster,
+        target: DevCluster,
+        topic: str,
+        config: Path,
+        work_dir: Path,
+        mode: Mode,
+        scenario: Scenario,
+        rng: random.Random,
+        say: Say,
+    ) -> None:
+        self.source = source
+        self.topic = topic
+        self.remote = f"{source.alias}.{topic}"
+        self.config = config
+        self.work_dir = work_dir
+        self.mode = mode
+        self.scenario = scenario
+        self.rng = rng
+        self.say = say
+        self.producer = SteadyProducer(
+            source.bootstrap_servers, topic, scenario, rng.randrange(2**32)
+        )
+        self.target_ends = EndOffsets(target.bootstrap_servers)
+        self.replica = TopicReader(
+            target.bootstrap_servers, self.remote, scenario.partitions, mode.isolation_level
+        )
+        self.restarts: list[dict[int, int]] = []  # target end offsets before starts 2, 3, ...
+        self.kills: list[Kill] = []
+        self.problems: list[str] = []
+        self.graceful_stop = False
+
+    def _start(self, start: int) -> DriverProcess:
+        """Start the driver and return once it replicated a record (the stream goes on)."""
+        before = self.target_ends(self.remote, self.scenario.partitions)
+        if start > 1:
+            self.restarts.append(before)
+        log = self.work_dir / "logs" / f"{self.mode.name}-driver-{start}.log"
+        driver = DriverProcess(self.config, self.work_dir / "driver", log)
+        try:
+
+            def replicated_since_start() -> bool:
+                driver.check()
+                self.producer.check()
+                self.replica.poll(0.1)
+                return self.replica.holds_records_from(before)
+
+            wait_until(
+                replicated_since_start,
+                timeout=self.scenario.start_timeout_s,
+                what=f"start {start} of the driver to replicate a record to {self.remote} "
+                f"(log: {log})",
+                interval=0,
             )
-    return True
+        except BaseException:
+            driver.crash()
+            raise
+        self.producer.release_slice()
+        return driver
+
+    def start_and_kill(self, start: int) -> None:
+        with self._start(start) as driver:
+            up = time.monotonic() - driver.started
+            delay = self.rng.uniform(0, self.scenario.max_kill_delay_s)
+            time.sleep(delay)  # the random moment itself, not a synchronisation
+            driver.check()
+            driver.crash()
+        kill = Kill(
+            start,
+            round(delay, 2),
+            sum(self.target_ends(self.remote, self.scenario.partitions).values()),
+            self.producer.acknowledged,
+        )
+        self.kills.append(kill)
+        self.say(
+            f"  kill {start}/{self.scenario.kills}: {delay:.2f}s after start {start} "
+            f"replicated (up after {up:.1f}s); target {kill.target_records:,}, "
+            f"source {kill.source_records:,} records"
+        )
+
+    def start_and_catch_up(self, start: int) -> None:
+        with self._start(start) as driver:
+            up = time.monotonic() - driver.started
+            self.say(f"  start {start}: up after {up:.1f}s; catching up")
+            if not self._catch_up(driver):
+                self.problems.append(
+                    f"the target did not receive every source record within "
+                    f"{self.scenario.catch_up_timeout_s:.0f}s after the last start"
+                )
+            self.graceful_stop = driver.stop()
+
+    def _catch_up(self, driver: DriverProcess) -> bool:
+        """Read the replica until it holds every record of the finished stream; False on timeout."""
+        deadline = time.monotonic() + self.scenario.catch_up_timeout_s
+        next_report = time.monotonic() + 10
+        while not (self.producer.finished and self.replica.distinct >= self.scenario.records):
+            driver.check()
+            self.producer.check()
+            self.replica.poll()
+            now = time.monotonic()
+            if now > deadline:
+                return False
+            if now >= next_report:
+                next_report = now + 10
+                self.say(
+                    f"  catching up: {self.replica.distinct:,} of "
+                    f"{self.producer.acknowledged:,} source records on the target"
+                )
+        return True
+
+    def audit(self) -> CrashReport:
+        """Read the source back and audit every partition of the replica against it."""
+        scenario = self.scenario
+        self.say(f"  reading {self.source.alias}/{self.topic} back")
+        original = TopicReader(
+            self.source.bootstrap_servers, self.topic, scenario.partitions, "read_uncommitted"
+        )
+        try:
+            original.drain()
+        finally:
+            original.close()
+        audits = [
+            audit_partition(
+                p, original.logs[p], self.replica.logs[p], [ends[p] for ends in self.restarts]
+            )
+            for p in range(scenario.partitions)
+        ]
+        problems = list(self.problems)
+        if original.records != scenario.records:
+            problems.append(f"the source holds {original.records} records, not {scenario.records}")
+        problems += [p for a in audits for p in a.problems]
+        problems += [
+            f"partition {a.partition}: {a.lost} records lost, the first at source offset "
+            f"{a.first_lost}"
+            for a in audits
+            if a.lost
+        ]
+        return CrashReport(
+            mode=self.mode.name,
+            seed=scenario.seed,
+            records=original.records,
+            partitions=scenario.partitions,
+            batch_records=scenario.batch_records,
+            kills=self.kills,
+            replicated=sum(a.replicated for a in audits),
+            duplicates=sum(sum(a.duplicates) for a in audits),
+            duplicates_per_kill=[
+                sum(a.duplicates[k] for a in audits) for k in range(scenario.kills)
+            ],
+            lost=sum(a.lost for a in audits),
+            seconds=0.0,
+            graceful_stop=self.graceful_stop,
+            problems=problems,
+        )
+
+    def close(self) -> None:
+        self.producer.stop()
+        self.replica.close()
+        self.target_ends.close()

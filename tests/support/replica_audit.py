@@ -10,6 +10,8 @@ record and write again, in order, what was already there (a *re-read run*).
 `audit_partition` checks exactly that shape: inside one start of the replicator
 every record follows the previous one; only the first record of a later start
 may go back; nothing is skipped; every copy has the content of its original.
+A copy that a later start wrote again is charged to the start that wrote it:
+that is what crashing that start cost.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ class PartitionAudit:
     replicated: int  # records read from the replica, duplicates included
     lost: int  # source records with no copy
     first_lost: int | None  # the source offset of the first of them
-    # Duplicates written by each start of the replicator: index 0 is the first
-    # start, index k the start after the k-th crash.
+    # Per start of the replicator (index 0 the first, k the start after the
+    # k-th crash): its copies that a later start wrote again. A crashed start's
+    # re-written records are what it wrote after its last saved progress, so
+    # this is what each crash cost; a start that was not crashed has none.
     duplicates: list[int]
     problems: list[str]
 
@@ -89,7 +93,6 @@ def audit_partition(
     index_of = {seq: i for i, seq in enumerate(source.seqs)}
     if len(index_of) != len(source):
         problem("the source holds records with the same sequence number; the test is broken")
-    seen = bytearray(len(source))
     duplicates = [0] * (len(restarts) + 1)
     previous, previous_start = -1, 0
     for offset, seq, digest in zip(replica.offsets, replica.seqs, replica.digests, strict=True):
@@ -114,18 +117,24 @@ def audit_partition(
                 f"replica offset {offset} goes back to source offset {source.offsets[i]} "
                 "although the replicator was not restarted there"
             )
-        if seen[i]:
-            duplicates[start] += 1
-        seen[i] = 1
         previous, previous_start = i, start
+    # Backwards: a copy is superseded when a later copy of the same record exists.
+    written_later = bytearray(len(source))  # by source index; in the end: copied at all
+    for offset, seq in zip(reversed(replica.offsets), reversed(replica.seqs), strict=True):
+        i = index_of.get(seq)
+        if i is None:
+            continue
+        if written_later[i]:
+            duplicates[bisect_right(restarts, offset)] += 1
+        written_later[i] = 1
     if extra:
         problems.append(f"partition {partition}: ... and {extra} more problems")
-    first_lost = seen.find(0)
+    first_lost = written_later.find(0)
     return PartitionAudit(
         partition=partition,
         records=len(source),
         replicated=len(replica),
-        lost=seen.count(0),
+        lost=written_later.count(0),
         first_lost=source.offsets[first_lost] if first_lost >= 0 else None,
         duplicates=duplicates,
         problems=problems,

@@ -27,14 +27,24 @@ def test_exact_copy_has_no_duplicates_and_no_problems():
     assert audit.replicated == audit.records == 10
 
 
-def test_re_read_runs_at_restarts_count_as_duplicates_of_that_restart():
+def test_re_read_runs_at_restarts_are_charged_to_the_crashed_start_that_wrote_them_first():
     source = _source(10)
     # First start writes 0..5, the second goes back to 3, the third back to 7.
     replica = _replica(source, [0, 1, 2, 3, 4, 5, 3, 4, 5, 6, 7, 8, 7, 8, 9])
     audit = audit_partition(0, source, replica, [6, 12])
     assert audit.problems == []
     assert audit.lost == 0
-    assert audit.duplicates == [0, 3, 2]
+    assert audit.duplicates == [3, 2, 0]
+
+
+def test_starts_crashed_before_saving_progress_are_each_charged_their_own_copies():
+    source = _source(10)
+    # Progress stays at 0 through two crashes: the second start re-writes 0..3,
+    # the third 0..9. Each crash cost what its start wrote, not the union.
+    replica = _replica(source, [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, *range(10)])
+    audit = audit_partition(0, source, replica, [6, 10])
+    assert audit.problems == []
+    assert audit.duplicates == [6, 4, 0]
 
 
 def test_going_back_without_a_restart_is_a_problem():

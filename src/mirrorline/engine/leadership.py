@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.kafka import ensure_topic
@@ -52,6 +52,8 @@ MAX_POLL_INTERVAL_MS = 30_000
 POLL_S = 0.5
 # How often a standby driver asks the coordinator who leads (for its status).
 HOLDER_REFRESH_S = 3.0
+# After a client error, the holder is not looked up for this long (see `_HolderLookup`).
+QUIET_AFTER_ERROR_S = 30.0
 RETRY_S = (1.0, 2.0, 5.0, 10.0)
 
 # The group's behaviour must not depend on what the user configured for the
@@ -175,6 +177,7 @@ class FlowLeadership:
         self._lock = threading.Lock()
         self._holder: Member | None = None
         self._problem = ""
+        self._last_error_at = -QUIET_AFTER_ERROR_S  # monotonic time of the last client error
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_at = 0.0
@@ -266,7 +269,8 @@ class FlowLeadership:
                 if msg is not None and msg.error() is not None:
                     self._on_error(msg.error())
                 if self._term.current is None:
-                    found = lookup.poll()
+                    quiet = time.monotonic() - self._last_error_at > QUIET_AFTER_ERROR_S
+                    found = lookup.poll(cluster_answers=quiet)
                     if found is not None:  # the coordinator answered: no problem to show
                         with self._lock:
                             self._holder, self._problem = found.holder, ""
@@ -299,6 +303,7 @@ class FlowLeadership:
         if error.fatal():
             raise RuntimeError(error.str())
         # Transient (a broker down, a timeout): librdkafka retries by itself.
+        self._last_error_at = time.monotonic()
         log.debug("flow %s: leadership group: %s", self.flow_name, error.str())
         self._set_problem(error.str())
 
@@ -325,11 +330,24 @@ class _HolderLookup:
         self._future = None
         self._next_at = 0.0
 
-    def poll(self) -> _Found | None:
-        """A fresh answer when one arrived since the last call, else None."""
+    def _metadata_answers(self) -> bool:
+        try:
+            self._admin.list_topics(LEADERSHIP_TOPIC, timeout=2)
+            return True
+        except KafkaException:
+            return False
+
+    def poll(self, cluster_answers: bool) -> _Found | None:
+        """A fresh answer when one arrived since the last call, else None.
+
+        A new question is asked only while the cluster answers (no recent client
+        error, and a metadata request succeeds first): a group description
+        requested while the broker goes away once aborted the whole process
+        inside librdkafka's admin client, so it is not risked during an outage.
+        """
         now = time.monotonic()
         if self._future is None:
-            if now >= self._next_at:
+            if now >= self._next_at and cluster_answers and self._metadata_answers():
                 self._future = self._admin.describe_consumer_groups(
                     [self._group], request_timeout=10
                 )[self._group]

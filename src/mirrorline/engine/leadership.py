@@ -178,6 +178,8 @@ class FlowLeadership:
         self._holder: Member | None = None
         self._problem = ""
         self._last_error_at = -QUIET_AFTER_ERROR_S  # monotonic time of the last client error
+        # The session expired while leading; the next assignment decides (see `_on_lost`).
+        self._lost_contact = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_at = 0.0
@@ -279,7 +281,16 @@ class FlowLeadership:
             consumer.close()
 
     def _on_assign(self, _consumer, partitions) -> None:
-        if any(p.topic == LEADERSHIP_TOPIC and p.partition == 0 for p in partitions):
+        holds = any(p.topic == LEADERSHIP_TOPIC and p.partition == 0 for p in partitions)
+        lost_contact, self._lost_contact = self._lost_contact, False
+        if lost_contact and not holds:
+            self._lose("leadership lost: the group gave the flow to another driver")
+        if holds:
+            if lost_contact and self._term.current is not None:
+                log.info(
+                    "flow %s: this driver still leads it after a loss of contact", self.flow_name
+                )
+                return
             term = self._term.gain()
             with self._lock:
                 self._holder, self._problem = None, ""
@@ -296,8 +307,24 @@ class FlowLeadership:
             self._lose("leadership handed over")
 
     def _on_lost(self, _consumer, partitions) -> None:
+        """The session expired without contact with the coordinator: the flow is kept until
+        the group, once reached again, says who leads.
+
+        The coordinator is a broker of the target cluster, so a driver that cannot
+        reach it normally cannot write to the target either, and keeping the flow
+        lets replication go on without a restart when the target returns. If the
+        group gives the flow to another driver meanwhile, this one stops at the
+        next assignment; its progress writes are fenced by the new leader from the
+        moment that one starts (see docs/replication.md).
+        """
         if any(p.topic == LEADERSHIP_TOPIC and p.partition == 0 for p in partitions):
-            self._lose(f"leadership lost: no contact with the group coordinator on {self._target}")
+            self._lost_contact = True
+            log.warning(
+                "flow %s: lost contact with the group coordinator on %s; keeping the flow "
+                "until the group says who leads it",
+                self.flow_name,
+                self._target,
+            )
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():

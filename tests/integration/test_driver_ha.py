@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,9 +13,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-import mirrorline
 from mirrorline.engine.leadership import LEADERSHIP_TOPIC, group_id
-from mirrorline.process import dying_with_parent
+from support.driver_process import DriverProcess
 from support.driving import write_config
 from support.kafka_io import consume, create_topic, end_offsets, unique_name
 from support.wait import wait_until
@@ -34,30 +31,16 @@ _FLOW_LINE = rf"{re.escape(FLOW)}(?: \(exactly once\))?: "
 
 
 class _DriverProcess:
-    """`mirrorline driver` as a child process, its output in a file."""
+    """A named `mirrorline driver` child process (see `support.driver_process`)."""
 
     def __init__(self, name: str, config: Path, directory: Path) -> None:
         self.name = name
-        self.log = directory / f"driver-{name}.log"
+        self.driver = DriverProcess(
+            config, directory / f"work-{name}", directory / f"driver-{name}.log", status_every=1
+        )
+        self.process = self.driver.popen
+        self.log = self.driver.log_path
         self.children: list[int] = []
-        source_root = str(Path(mirrorline.__file__).resolve().parents[1])
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (source_root, os.environ.get("PYTHONPATH")) if p
-            ),
-            "PYTHONUNBUFFERED": "1",
-        }
-        command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
-        command += ["--work-dir", str(directory / f"work-{name}"), "--status-every", "1"]
-        with open(self.log, "wb") as out:
-            self.process = subprocess.Popen(
-                dying_with_parent(command),  # setpriv execs: the pid is the driver's
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
 
     @property
     def pid(self) -> int:
@@ -96,10 +79,7 @@ class _DriverProcess:
 
     def kill_everything(self) -> None:
         """SIGKILL the driver and every process it started (its Spark JVM), if alive."""
-        if self.process.poll() is None:
-            self.children = _descendants(self.pid)
-            self.process.kill()
-            self.process.wait(30)
+        self.driver.crash()  # its whole session, while it runs
         for pid in self.children:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import random
 import shutil
 
-from confluent_kafka import Consumer, TopicPartition
-
-from mirrorline.formats import OffsetSync
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
@@ -15,6 +12,7 @@ from support.kafka_io import (
     create_topic,
     end_offsets,
     produce,
+    read_offset_syncs,
     recent_timestamp,
     unique_name,
 )
@@ -51,20 +49,6 @@ def _wait_for_count(bootstrap, topic, count, timeout=180):
     wait_until(arrived, timeout=timeout, what=f"{count} records in {topic}")
 
 
-def _read_syncs(bootstrap, topic):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("syncs")})
-    try:
-        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        syncs = []
-        while len(syncs) < end:
-            for msg in consumer.consume(1000, timeout=1):
-                syncs.append(OffsetSync.decode(msg.key(), msg.value()))
-        return syncs
-    finally:
-        consumer.close()
-
-
 def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
     two_clusters, spark, tmp_path
 ):
@@ -91,7 +75,7 @@ def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
     # Offset syncs (MM2 layout, on the source) point at the real copies.
     syncs = [
         s
-        for s in _read_syncs(east.bootstrap_servers, "mm2-offset-syncs.west.internal")
+        for s in read_offset_syncs(east.bootstrap_servers, "mm2-offset-syncs.west.internal")
         if s.topic == topic
     ]
     assert syncs, "no offset syncs written"
@@ -139,7 +123,7 @@ def test_offset_syncs_on_the_target_when_configured(two_clusters, spark, tmp_pat
 
     syncs = [
         s
-        for s in _read_syncs(west.bootstrap_servers, "mm2-offset-syncs.east.internal")
+        for s in read_offset_syncs(west.bootstrap_servers, "mm2-offset-syncs.east.internal")
         if s.topic == topic
     ]
     assert syncs, "no offset syncs on the target"

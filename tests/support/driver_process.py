@@ -31,7 +31,9 @@ _SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
 class DriverProcess:
     """One start of `python -m mirrorline driver`, its output in `log_path`."""
 
-    def __init__(self, config: Path, work_dir: Path, log_path: Path) -> None:
+    def __init__(
+        self, config: Path, work_dir: Path, log_path: Path, *, status_every: float = 5
+    ) -> None:
         self.log_path = log_path
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -39,7 +41,7 @@ class DriverProcess:
         )
         env["PYTHONUNBUFFERED"] = "1"
         command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
-        command += ["--work-dir", str(work_dir), "--status-every", "5"]
+        command += ["--work-dir", str(work_dir), "--status-every", str(status_every)]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
             self.popen = subprocess.Popen(

@@ -5,7 +5,8 @@ The data query reads exactly the source partitions that exist on the target
 flow's progress in the target cluster. Each micro-batch is written by the
 executors (`writer.write_batches`); the driver then publishes the batch's offset
 syncs and, last, the new progress. A crash anywhere in between replays at most
-that batch (at-least-once).
+that batch (at-least-once). In exactly-once mode the tasks commit each
+partition's progress with its records (`transactional`) and a replay skips them.
 
 When the set of ready partitions changes (a new topic, more partitions) the query
 is stopped between batches and started again on the new set. Spark's checkpoint
@@ -425,9 +426,7 @@ class FlowRunner:
         for r in rows:
             key = (r.topic, r.partition)
             advanced[key] = max(advanced.get(key, 0), r.next_offset)
-            # A partition whose records were all filtered out is bounded by its next offset.
-            seen = r.first_offset if r.first_offset is not None else r.next_offset - 1
-            first_seen[key] = min(first_seen.get(key, seen), seen)
+            first_seen[key] = min(first_seen.get(key, r.first_seen), r.first_seen)
         with self._lock:
             expected = dict(self._next_offsets)
         lost = self.gaps.after_batch(expected, first_seen)

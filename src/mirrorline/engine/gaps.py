@@ -26,11 +26,10 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from mirrorline.engine.progress import SourcePartition
 from mirrorline.kafka import KafkaOperationError
 
 log = logging.getLogger(__name__)
-
-SourcePartition = tuple[str, int]  # (source topic, partition)
 
 # Long enough for an operator to see what happened, short enough for a status line.
 RECENT_GAPS = 20

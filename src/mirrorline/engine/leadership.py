@@ -12,9 +12,10 @@ no lock file, no protocol of Mirrorline's own.
   partition at once.
 - A driver that dies stops heartbeating; after `session.timeout.ms` (10 s) the
   coordinator gives the partition to another member.
-- A driver cut off from its target learns it from librdkafka: no successful
-  heartbeat for the session timeout (or a poll gap above `max.poll.interval.ms`)
-  reports the assignment lost, and it stops writing.
+- A driver cut off from its target (where the coordinator is) keeps the flow
+  until it reaches the group again: meanwhile no other driver can be given it
+  unless that one reaches the coordinator, and if one was, this driver stops
+  writing at the next assignment (see `_on_lost`).
 
 Assignments are sticky (`cooperative-sticky`): a driver joining the group never
 takes a flow away from the driver that leads it. The group uses Kafka's

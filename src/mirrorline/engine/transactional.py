@@ -40,6 +40,7 @@ from mirrorline.engine.writer import (
     PartitionLog,
     SourceRecord,
     WriteSpec,
+    flush_or_raise,
     headers_to_write,
     produce_copy,
     produce_dead_letter,
@@ -107,7 +108,7 @@ class _PartitionTransaction:
         try:
             producer.init_transactions(TRANSACTION_TIMEOUT_S)
             committed, committed_target = self._committed()
-            log = PartitionLog()
+            log = PartitionLog(first_seen=self.records[0].offset)
             pending = [r for r in self.records if committed is None or r.offset >= committed]
             log.skipped = len(self.records) - len(pending)
             log.next_offset = max(self.records[-1].offset + 1, committed or 0)
@@ -144,7 +145,7 @@ class _PartitionTransaction:
                         log.dead_lettered += 1
                 if count % 1000 == 0:
                     producer.poll(0)
-            self._flush(producer)
+            flush_or_raise(producer, spec, f"records of {self.topic}[{self.partition}]")
             if failures:
                 self._note_refusals(failures)
                 producer.abort_transaction(TRANSACTION_TIMEOUT_S)
@@ -189,14 +190,6 @@ class _PartitionTransaction:
             return int(position["next_offset"]), found.offset
         except (ValueError, KeyError, TypeError):
             return None, found.offset  # not written by Mirrorline: no position known
-
-    def _flush(self, producer: Producer) -> None:
-        remaining = producer.flush(self.spec.flush_timeout_s)
-        if remaining:
-            raise DeliveryFailed(
-                f"flow {self.spec.flow}: {remaining} records of {self.topic}[{self.partition}] "
-                f"not acknowledged by the target within {self.spec.flush_timeout_s:.0f}s"
-            )
 
     def _commit(self, producer: Producer, log: PartitionLog, committed_target: int) -> None:
         """Add the progress and the position to the transaction and commit it."""

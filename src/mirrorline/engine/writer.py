@@ -64,6 +64,7 @@ RESULT_SCHEMA = pa.schema(
         ("refused", pa.int64()),
         ("dead_lettered", pa.int64()),
         ("refusals", pa.list_(pa.string())),
+        ("first_seen", pa.int64()),
         ("next_offset", pa.int64()),
         ("bytes", pa.int64()),
         ("first_offset", pa.int64()),
@@ -81,7 +82,8 @@ RESULT_SCHEMA = pa.schema(
 # The same schema as a Spark DDL string, for `mapInArrow`.
 RESULT_DDL = (
     "topic string, partition int, records bigint, filtered bigint, skipped bigint, "
-    "refused bigint, dead_lettered bigint, refusals array<string>, next_offset bigint, "
+    "refused bigint, dead_lettered bigint, refusals array<string>, first_seen bigint, "
+    "next_offset bigint, "
     "bytes bigint, first_offset bigint, "
     "last_offset bigint, first_target_offset bigint, last_target_offset bigint, "
     "min_timestamp bigint, max_age_ms bigint, "
@@ -137,6 +139,7 @@ class SourceRecord(NamedTuple):
 class PartitionLog:
     """What one task wrote for one source partition."""
 
+    first_seen: int = 0  # the first record of the input, written or not
     next_offset: int = 0  # after the last record seen, written or not
     filtered: int = 0  # records not written because they have been in the target before
     skipped: int = 0  # records an earlier attempt already committed (exactly-once)
@@ -231,7 +234,8 @@ def produce_copy(
     kwargs = {"headers": headers} if headers else {}
     while True:
         try:
-            producer.produce(
+            _produce_when_room(
+                producer,
                 remote,
                 key=record.key,
                 value=record.value,
@@ -241,9 +245,6 @@ def produce_copy(
                 **kwargs,
             )
             return None
-        except BufferError:
-            # Local queue full: let deliveries drain, then retry this record.
-            producer.poll(0.05)
         except KafkaException as exc:
             error = exc.args[0]
             if error.code() == KafkaError._UNKNOWN_PARTITION and _refresh_metadata(
@@ -262,7 +263,9 @@ def _over_size_limit(record: SourceRecord, headers: list, limit: int | None) -> 
     """Why the record cannot fit the remote topic's max.message.bytes, or ''."""
     if limit is None:
         return ""
-    size = record.size + RECORD_OVERHEAD + sum(len(k) + len(v or b"") for k, v in headers)
+    size = record.size + RECORD_OVERHEAD
+    if headers:
+        size += sum(len(k) + len(v or b"") for k, v in headers)
     if size <= limit:
         return ""
     return f"record too large: about {size} bytes, over the topic's max.message.bytes ({limit})"
@@ -292,25 +295,33 @@ def produce_dead_letter(
     """Queue the refused record for the dead-letter topic; False when none is configured."""
     if not spec.dead_letter_topic:
         return False
+    try:
+        _produce_when_room(
+            producer,
+            spec.dead_letter_topic,
+            key=record.key,
+            value=record.value,
+            timestamp=record.timestamp,
+            headers=[*record.headers, *found.headers(spec.flow)],
+            on_delivery=on_delivery,
+        )
+    except KafkaException as exc:
+        raise DeliveryFailed(
+            f"flow {spec.flow}: dead-letter topic {spec.dead_letter_topic} refused the "
+            f"record from {found.topic}[{found.partition}] offset {found.offset}: "
+            f"{exc.args[0].str()}"
+        ) from None
+    return True
+
+
+def _produce_when_room(producer: Producer, topic: str, **record) -> None:
+    """`producer.produce`, waiting for deliveries to drain while the local queue is full."""
     while True:
         try:
-            producer.produce(
-                spec.dead_letter_topic,
-                key=record.key,
-                value=record.value,
-                timestamp=record.timestamp,
-                headers=[*record.headers, *found.headers(spec.flow)],
-                on_delivery=on_delivery,
-            )
-            return True
+            producer.produce(topic, **record)
+            return
         except BufferError:
             producer.poll(0.05)
-        except KafkaException as exc:
-            raise DeliveryFailed(
-                f"flow {spec.flow}: dead-letter topic {spec.dead_letter_topic} refused the "
-                f"record from {found.topic}[{found.partition}] offset {found.offset}: "
-                f"{exc.args[0].str()}"
-            ) from None
 
 
 def _write_at_least_once(records: Iterator[SourceRecord], spec: WriteSpec):
@@ -348,7 +359,7 @@ def _write_at_least_once(records: Iterator[SourceRecord], spec: WriteSpec):
         for count, record in enumerate(records):
             log = logs.get((record.topic, record.partition))
             if log is None:
-                log = logs[(record.topic, record.partition)] = PartitionLog()
+                log = logs[(record.topic, record.partition)] = PartitionLog(record.offset)
             log.next_offset = record.offset + 1
             headers = headers_to_write(record, spec)
             if headers is None:
@@ -362,7 +373,7 @@ def _write_at_least_once(records: Iterator[SourceRecord], spec: WriteSpec):
                 refused.append((found, record))
             if count % 1000 == 0:
                 producer.poll(0)
-        _flush(producer, spec)
+        flush_or_raise(producer, spec)
         if failures:
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
             raise DeliveryFailed(f"flow {spec.flow}: {failures[0]}{more}")
@@ -388,7 +399,7 @@ def _dead_letter_all(producer, spec: WriteSpec, refused, logs) -> None:
         if produce_dead_letter(producer, spec, found, record, delivered):
             log.dead_lettered += 1
     if any(log.dead_lettered for log in logs.values()):
-        _flush(producer, spec)
+        flush_or_raise(producer, spec)
         if errors:
             raise DeliveryFailed(
                 f"flow {spec.flow}: dead-letter topic {spec.dead_letter_topic} refused a "
@@ -396,11 +407,12 @@ def _dead_letter_all(producer, spec: WriteSpec, refused, logs) -> None:
             )
 
 
-def _flush(producer: Producer, spec: WriteSpec) -> None:
+def flush_or_raise(producer: Producer, spec: WriteSpec, what: str = "records") -> None:
+    """Wait for every delivery report; DeliveryFailed if some are still missing."""
     remaining = producer.flush(spec.flush_timeout_s)
     if remaining:
         raise DeliveryFailed(
-            f"flow {spec.flow}: {remaining} records not acknowledged by the target "
+            f"flow {spec.flow}: {remaining} {what} not acknowledged by the target "
             f"within {spec.flush_timeout_s:.0f}s"
         )
 
@@ -438,6 +450,7 @@ def _summary(logs: Mapping[tuple[str, int], PartitionLog], lag_max: int) -> pa.R
                 "refused": len(log.refusals),
                 "dead_lettered": log.dead_lettered,
                 "refusals": [r.describe() for r in log.refusals[:REFUSALS_DESCRIBED]],
+                "first_seen": log.first_seen,
                 "next_offset": log.next_offset,
                 "bytes": log.bytes,
                 "first_offset": source[0] if written else None,

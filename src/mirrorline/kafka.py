@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -55,6 +55,56 @@ def wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: f
         if time.monotonic() > deadline:
             raise KafkaOperationError(f"topic {topic} has no leader for every partition yet")
         time.sleep(0.1)
+
+
+def read_to_end(
+    consumer_settings: Mapping[str, object],
+    topic: str,
+    *,
+    partition: int = 0,
+    start: int = 0,
+    read_committed: bool = False,
+    timeout: float = 60.0,
+) -> Iterator[Message]:
+    """The records of one partition from `start` to its end as of the call, in order.
+
+    For Mirrorline's internal topics, which are read whole at start. Read
+    committed, the end is the last stable offset: a transaction a killed writer
+    left open ends the read where it starts instead of stalling it. A topic
+    that does not exist, or a read that outlasts `timeout`, raises
+    `KafkaOperationError`.
+    """
+    consumer = Consumer(
+        {
+            **consumer_settings,
+            "group.id": f"mirrorline-reader-{topic}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+        }
+    )
+    try:
+        tp = TopicPartition(topic, partition)
+        try:
+            _, end = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
+        except KafkaException as exc:
+            raise KafkaOperationError(f"cannot read {topic}: {exc.args[0].str()}") from None
+        consumer.assign([TopicPartition(topic, partition, start)])
+        deadline = time.monotonic() + timeout
+        position = start
+        while position < end:
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(
+                    f"reading {topic} timed out at offset {position} of {end}"
+                )
+            for msg in consumer.consume(1000, timeout=0.5):
+                if msg.error():
+                    raise KafkaOperationError(f"reading {topic}: {msg.error().str()}")
+                position = msg.offset() + 1
+                yield msg
+            # Compaction and transaction markers leave offsets without records.
+            position = max(position, consumer.position([tp])[0].offset)
+    finally:
+        consumer.close()
 
 
 class AckedWriter:

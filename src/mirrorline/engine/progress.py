@@ -29,10 +29,9 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.kafka import AckedWriter, KafkaOperationError, ensure_topic
+from mirrorline.kafka import AckedWriter, ensure_topic, read_to_end
 
 PROGRESS_TOPIC = "mirrorline.progress.internal"
 FORMAT_VERSION = 1
@@ -120,47 +119,23 @@ class ProgressStore:
         Read committed: a transaction left open by a killed writer ends the read
         where it starts (its records are not progress), instead of stalling it.
         """
-        consumer = Consumer(
-            {
-                **self._consumer_settings,
-                "group.id": f"mirrorline-progress-reader-{self.flow}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            }
-        )
         saved = SavedProgress()
-        try:
-            partition = TopicPartition(self.topic, 0)
-            # For a read-committed consumer this is the last stable offset.
-            _, end = consumer.get_watermark_offsets(partition, timeout=timeout, cached=False)
-            consumer.assign([TopicPartition(self.topic, 0, 0)])
-            deadline = time.monotonic() + timeout
-            position = 0
-            while position < end:
-                if time.monotonic() > deadline:
-                    raise KafkaOperationError(
-                        f"flow {self.flow}: reading {self.topic} timed out at offset "
-                        f"{position} of {end}"
-                    )
-                for msg in consumer.consume(1000, timeout=0.5):
-                    if msg.error():
-                        raise KafkaException(msg.error())
-                    position = msg.offset() + 1
-                    entry = _decode(msg.key(), msg.value())
-                    if entry is not None and entry[0] == self.flow:
-                        _, source_partition, value = entry
-                        if value is None:
-                            saved.next_offsets.pop(source_partition, None)
-                            saved.last_syncs.pop(source_partition, None)
-                        else:
-                            saved.next_offsets[source_partition] = int(value["next_offset"])
-                            saved.last_syncs[source_partition] = [
-                                (int(u), int(d)) for u, d in value.get("syncs", ())
-                            ]
-                # Compaction and transaction markers leave offsets without records.
-                position = max(position, consumer.position([partition])[0].offset)
-        finally:
-            consumer.close()
+        records = read_to_end(
+            self._consumer_settings, self.topic, read_committed=True, timeout=timeout
+        )
+        for msg in records:
+            entry = _decode(msg.key(), msg.value())
+            if entry is None or entry[0] != self.flow:
+                continue
+            _, source_partition, value = entry
+            if value is None:
+                saved.next_offsets.pop(source_partition, None)
+                saved.last_syncs.pop(source_partition, None)
+            else:
+                saved.next_offsets[source_partition] = int(value["next_offset"])
+                saved.last_syncs[source_partition] = [
+                    (int(u), int(d)) for u, d in value.get("syncs", ())
+                ]
         return saved
 
     def save(self, progress: Mapping[SourcePartition, int], timeout: float = 60.0) -> None:

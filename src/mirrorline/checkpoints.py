@@ -1,0 +1,46 @@
+"""Reading a checkpoints topic (`<source alias>.checkpoints.internal`) whole.
+
+The topic is compacted with one partition, as in MM2, and keyed by (group,
+topic, partition): its latest record per key is the group's latest checkpoint
+for that partition. Mirrorline's checkpoint loop, the client API and the
+`offsets` commands all read it this way, as MM2's `MirrorClient` does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from mirrorline.formats import Checkpoint, FormatError
+from mirrorline.kafka import read_to_end
+
+log = logging.getLogger(__name__)
+
+CheckpointKey = tuple[str, str, int]  # (group, topic on the target, partition)
+
+
+def read_checkpoints(
+    consumer_settings: Mapping[str, object],
+    topic: str,
+    *,
+    group: str | None = None,
+    timeout: float = 60.0,
+) -> dict[CheckpointKey, Checkpoint]:
+    """The latest checkpoint per (group, topic, partition), for one group or all.
+
+    Records that are not checkpoints are skipped with a warning, as MM2 does:
+    one bad record must not hide every group's offsets.
+    """
+    latest: dict[CheckpointKey, Checkpoint] = {}
+    for msg in read_to_end(consumer_settings, topic, timeout=timeout):
+        if msg.value() is None:  # neither MM2 nor Mirrorline deletes checkpoints
+            continue
+        try:
+            checkpoint = Checkpoint.decode(msg.key(), msg.value())
+        except FormatError as exc:
+            log.warning("%s offset %d is not a checkpoint, skipped: %s", topic, msg.offset(), exc)
+            continue
+        if group is None or checkpoint.group == group:
+            key = (checkpoint.group, checkpoint.topic, checkpoint.partition)
+            latest[key] = checkpoint
+    return latest

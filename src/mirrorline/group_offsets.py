@@ -66,23 +66,37 @@ def describe_group(admin: AdminClient, group: str, timeout: float = 30.0) -> Gro
         description = admin.describe_consumer_groups([group], request_timeout=timeout)[
             group
         ].result(timeout)
-        listed = admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
-        )[group].result(timeout)
     except KafkaException as exc:
         if exc.args[0].name() == "GROUP_ID_NOT_FOUND":  # never used on this cluster
             return GroupOnCluster(group, "Dead", 0)
         raise KafkaOperationError(
             f"cannot describe consumer group {group}: {exc.args[0].str()}"
         ) from None
-    offsets = {
+    state = description.state
+    state_name = state.name.title() if isinstance(state, ConsumerGroupState) else str(state)
+    members = len(description.members or ())
+    return GroupOnCluster(group, state_name, members, committed_offsets(admin, group, timeout))
+
+
+def committed_offsets(
+    admin: AdminClient, group: str, timeout: float = 30.0
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """The group's committed offsets on `admin`'s cluster (none for an unknown group)."""
+    try:
+        listed = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
+        )[group].result(timeout)
+    except KafkaException as exc:
+        if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
+            return {}
+        raise KafkaOperationError(
+            f"cannot read the committed offsets of consumer group {group}: {exc.args[0].str()}"
+        ) from None
+    return {
         (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
         for tp in listed.topic_partitions or ()
         if tp.offset >= 0 and tp.error is None
     }
-    state = description.state
-    state_name = state.name.title() if isinstance(state, ConsumerGroupState) else str(state)
-    return GroupOnCluster(group, state_name, len(description.members or ()), offsets)
 
 
 def plan_moves(

@@ -124,7 +124,7 @@ class _StatusPrinter:
             out.print(
                 f"{s.flow}{mode}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
                 f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}{_losses(s)}"
-                f"{_refusals(s)}",
+                f"{_refusals(s)}{_checkpoints(s)}",
                 highlight=False,
                 soft_wrap=True,  # one line per flow, however narrow the output
             )
@@ -151,3 +151,19 @@ def _refusals(status: FlowStatus) -> str:
     dead = status.counters.get("records_dead_lettered", 0)
     latest = f", latest: {status.refusals[-1]}" if status.refusals else ""
     return f"; {refused} refused records skipped ({dead} dead-lettered){latest}"
+
+
+def _checkpoints(status: FlowStatus) -> str:
+    """Groups checkpointed, checkpoint latency and group offsets synced."""
+    c = status.checkpoints
+    if c is None or not c.groups:
+        return ""
+    latency = (
+        f", latency p50 {c.latency_p50_ms:.0f} ms / p99 {c.latency_p99_ms:.0f} ms"
+        if c.latency_p50_ms is not None
+        else ""
+    )
+    synced = f", {c.group_offsets_synced} group offsets synced" if c.group_offsets_synced else ""
+    pending = f", {c.untranslated} offsets not translatable yet" if c.untranslated else ""
+    written = f"{c.groups} groups, {c.checkpoints_emitted} written"
+    return f"; checkpoints: {written}{latency}{synced}{pending}"

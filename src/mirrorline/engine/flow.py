@@ -39,7 +39,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import FlowConfig
+from mirrorline.control.checkpointing import Checkpointer, CheckpointStats
+from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.topics import TopicManager
+from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
 from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.leadership import FlowLeadership
@@ -111,6 +114,9 @@ class FlowStatus:
     counters: Mapping[str, int] = field(default_factory=dict)
     # The latest records the target refused (errors.tolerance = all), newest last.
     refusals: tuple[str, ...] = ()
+    checkpoints: CheckpointStats | None = None  # None when emit.checkpoints is disabled
+    translation_runs: int = 0  # runs in the translation store (control.translation)
+    translation_load_ms: int | None = None  # how long the store took to load at start
 
 
 @dataclass
@@ -185,6 +191,21 @@ class FlowRunner:
             admin_settings=dict(flow.client_settings(sync_side, "admin")),
             replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
         )
+        self.runs = RunLog(
+            flow.name,
+            admin_settings=target["admin"],
+            producer_settings=target["producer"],
+            consumer_settings=target["consumer"],
+            replication_factor=int(flow.value("replication.factor")),
+        )
+        self.translation = TranslationStore()
+        self._translation_load_ms: int | None = None
+        checkpoints = flow.interval("emit.checkpoints")
+        self.checkpointer = Checkpointer(flow) if checkpoints is not None else None
+        self._groups_refresh = _Due(_seconds(flow.interval("refresh.groups")))
+        self._checkpoints_due = _Due(_seconds(checkpoints))
+        group_sync = flow.interval("sync.group.offsets")
+        self._group_sync = _Due(_seconds(group_sync)) if group_sync is not None else None
         self.health = ClusterHealth.for_flow(flow, self.progress.topic)
         self.gaps = GapFinder(flow.name, flow.client_settings("source", "admin"))
         self.lost = GapLedger(flow.name)
@@ -261,6 +282,9 @@ class FlowRunner:
                         for (t, p), syncs in saved.last_syncs.items()
                         for u, d in syncs
                     )
+                self._load_translation(saved.last_syncs)
+                if self.checkpointer is not None:
+                    self.checkpointer.prepare()
                 self._next_offsets = saved.next_offsets
                 self._provenance = self._provenance_for_policy()
                 self._prepared = True
@@ -274,6 +298,8 @@ class FlowRunner:
             self._check_query()
             if reachable and self._query is not None and self._gap_check.take(now):
                 self._guard("source gap check", lambda: self._skip_deleted(self._assigned or {}))
+            if reachable and self.checkpointer is not None:
+                self._run_checkpoint_loops(now)
             ready = self.topics.ready()
             if ready != self._assigned:
                 self._restart(ready)
@@ -285,6 +311,9 @@ class FlowRunner:
         self._stop_query()
         self.leadership.close()  # after the query: the next leader starts once this one stopped
         self.progress.close()
+        self.runs.close()
+        if self.checkpointer is not None:
+            self.checkpointer.close()
         self.syncs.close()
         self.topics.close()
         self.health.close()
@@ -312,6 +341,9 @@ class FlowRunner:
                 gaps=self.lost.recent(),
                 counters={**totals.counters(), **self.lost.counters()},
                 refusals=totals.refusals,
+                checkpoints=self.checkpointer.stats() if self.checkpointer is not None else None,
+                translation_runs=self.translation.run_count(),
+                translation_load_ms=self._translation_load_ms,
             )
 
     def _leads(self) -> bool:
@@ -421,6 +453,12 @@ class FlowRunner:
                 for r in rows
                 for s in r.syncs
             )
+        for r in rows:
+            self.translation.add_syncs(
+                (r.topic, r.partition), ((s.upstream, s.downstream) for s in r.syncs)
+            )
+        # Before the progress: runs are never behind it (a replay cuts what is ahead).
+        self.runs.persist(self.translation.drain_changes())
         advanced: dict[SourcePartition, int] = {}
         first_seen: dict[SourcePartition, int] = {}
         for r in rows:
@@ -508,6 +546,53 @@ class FlowRunner:
             }
         finally:
             consumer.close()
+
+    def _load_translation(
+        self, last_syncs: Mapping[SourcePartition, list[tuple[int, int]]]
+    ) -> None:
+        """Rebuild the translation store from the runs topic (a bounded read, see offset_runs).
+
+        The syncs saved with exactly-once progress are added in case their batch's
+        driver died before it could (adding them twice is harmless).
+        """
+        started = time.monotonic()
+        self.runs.ensure_topic()
+        store = TranslationStore()
+        store.load(self.runs.load())
+        for partition, syncs in last_syncs.items():
+            store.add_syncs(partition, syncs)
+        self.runs.persist(store.drain_changes())
+        self.translation = store
+        self._translation_load_ms = int((time.monotonic() - started) * 1000)
+        log.info(
+            "flow %s: translation store loaded %d runs in %d ms",
+            self.flow.name,
+            store.run_count(),
+            self._translation_load_ms,
+        )
+
+    def _run_checkpoint_loops(self, now: float) -> None:
+        """Groups, checkpoints, group offset sync and run pruning, each when due."""
+        if self._groups_refresh.take(now):
+            self._guard("consumer group refresh", self.checkpointer.refresh_groups)
+        if self._checkpoints_due.take(now):
+            self._guard("checkpoints", self._emit_checkpoints)
+        if self._group_sync is not None and self._group_sync.take(now):
+            self._guard("group offset sync", self.checkpointer.sync_group_offsets)
+
+    def _emit_checkpoints(self) -> None:
+        replicated = dict(self._assigned or {})
+        with self._lock:
+            read_until = dict(self._next_offsets)
+        self.checkpointer.emit(self.translation, replicated, read_until)
+        # Runs whose source records are gone can no longer be needed.
+        partitions = [p for p in self.translation.partitions() if p[0] in replicated]
+        if partitions and self._progress_lock.acquire(blocking=False):
+            try:
+                self.translation.prune(self.gaps.log_starts(partitions))
+                self.runs.persist(self.translation.drain_changes(), timeout=_TIMEOUT_S)
+            finally:
+                self._progress_lock.release()
 
     def _exactly_once_spec(self) -> ExactlyOnceSpec | None:
         if not self._exactly_once:

@@ -1,0 +1,269 @@
+"""Consumer-group checkpoints and automatic group offset sync for one flow.
+
+Every `emit.checkpoints.interval.seconds` the flow reads the committed offsets
+of the source groups its group filter selects (the list is refreshed every
+`refresh.groups.interval.seconds`), translates each one exactly
+(`control.translation`) and writes the checkpoints that changed to
+`<source>.checkpoints.internal` on the target, in MM2's format: group, the
+topic's name on the target, partition, the source offset, the translated
+offset and the group's commit metadata. MM2's `RemoteClusterUtils` and
+Mirrorline's client read them.
+
+Two kinds of source topics are checkpointed:
+
+- topics the flow replicates: through its own translation store;
+- remote topics that came from the flow's target (on a flow B->A, `A.orders`
+  on B): a group that failed over from A to B and now goes back. They are
+  translated back through the runs of the opposite flow A->B, kept on B, and
+  checkpointed under the topic's name on A (`orders`), as MM2 names them.
+
+An offset that cannot be translated exactly (not replicated yet, older than the
+kept runs) gets no checkpoint this time; the previous one stays.
+
+With `sync.group.offsets.enabled`, every `sync.group.offsets.interval.seconds`
+the checkpointed offsets are also committed to the same groups on the target,
+following `group_offsets`' rules: only to groups without active members, and
+never moving a partition backwards from what the group committed there.
+
+Mirrorline's own groups (`mirrorline.*`: flow leadership, exactly-once
+positions) are never checkpointed, whatever the filter says.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from mirrorline.checkpoints import CheckpointKey, read_checkpoints
+from mirrorline.config.model import FlowConfig
+from mirrorline.control.offset_runs import read_runs
+from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
+from mirrorline.formats import Checkpoint
+from mirrorline.group_offsets import (
+    ActiveGroupError,
+    OffsetAndMetadata,
+    commit_offsets,
+    committed_offsets,
+    describe_group,
+    plan_moves,
+)
+from mirrorline.kafka import AckedWriter, KafkaOperationError, ensure_topic
+
+log = logging.getLogger(__name__)
+
+INTERNAL_GROUP_PREFIX = "mirrorline."
+# How many recent checkpoint latencies the percentiles are computed over.
+LATENCY_WINDOW = 2000
+_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class CheckpointStats:
+    """What the flow's checkpointing did since the driver started, for the status."""
+
+    groups: int  # groups the filter selects on the source
+    checkpoints_emitted: int
+    untranslated: int  # partitions without an exact translation in the last round
+    latency_p50_ms: float | None  # group offsets read -> checkpoint acknowledged
+    latency_p99_ms: float | None
+    group_offsets_synced: int  # partition offsets committed to target groups
+    groups_skipped_active: int  # sync rounds a group was skipped for its active members
+    offsets_held_back: int  # partitions the target group had moved past the checkpoint
+    last_untranslated: str = ""  # one example with its reason
+
+
+class Checkpointer:
+    """Emits one flow's checkpoints and, when enabled, syncs its groups' offsets."""
+
+    def __init__(self, flow: FlowConfig) -> None:
+        self.flow = flow
+        self.topic = flow.checkpoints_topic
+        self._source_admin = AdminClient(dict(flow.client_settings("source", "admin")))
+        self._target_admin = AdminClient(dict(flow.client_settings("target", "admin")))
+        self._source_consumer = dict(flow.client_settings("source", "consumer"))
+        self._target_consumer = dict(flow.client_settings("target", "consumer"))
+        self._writer = AckedWriter(
+            flow.client_settings("target", "producer"), f"flow {flow.name}: checkpoints"
+        )
+        self._groups: list[str] = []
+        self._emitted: dict[CheckpointKey, Checkpoint] = {}
+        self._lock = threading.Lock()  # the status is read from another thread
+        self._latencies_ms: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._count = 0
+        self._untranslated: list[str] = []
+        self._synced = 0
+        self._skipped_active = 0
+        self._held_back = 0
+
+    def prepare(self) -> None:
+        """Create the checkpoints topic if needed and learn what was emitted before."""
+        ensure_topic(
+            self._target_admin,
+            self.topic,
+            partitions=1,
+            replication_factor=int(self.flow.value("checkpoints.topic.replication.factor")),
+            config={"cleanup.policy": "compact"},
+        )
+        self._emitted = read_checkpoints(self._target_consumer, self.topic)
+
+    def refresh_groups(self) -> list[str]:
+        """The source's consumer groups that the flow checkpoints."""
+        try:
+            listed = self._source_admin.list_consumer_groups(request_timeout=_TIMEOUT_S).result(
+                _TIMEOUT_S
+            )
+        except KafkaException as exc:
+            raise KafkaOperationError(
+                f"cannot list the consumer groups of {self.flow.source}: {exc.args[0].str()}"
+            ) from None
+        groups = sorted(
+            g.group_id
+            for g in listed.valid
+            if not g.group_id.startswith(INTERNAL_GROUP_PREFIX)
+            and self.flow.should_replicate_group(g.group_id)
+        )
+        if groups != self._groups:
+            log.info("flow %s checkpoints %d consumer groups", self.flow.name, len(groups))
+        self._groups = groups
+        return groups
+
+    def emit(
+        self,
+        store: TranslationStore,
+        replicated: Mapping[str, int],
+        read_until: Mapping[SourcePartition, int],
+    ) -> int:
+        """Translate every selected group's offsets; write the changed checkpoints.
+
+        Returns how many were written. `replicated` maps the source topics the
+        flow replicates to their partition counts; `read_until` is the flow's
+        next source offset per partition.
+        """
+        reverse: TranslationStore | None = None
+        changed: list[tuple[Checkpoint, float]] = []
+        untranslated: list[str] = []
+        for group in self._groups:
+            read_at = time.monotonic()
+            offsets = committed_offsets(self._source_admin, group, _TIMEOUT_S)
+            for (topic, partition), committed in sorted(offsets.items()):
+                if topic in replicated:
+                    name = self.flow.remote_topic(topic)
+                    translation = store.translate(
+                        (topic, partition), committed.offset, read_until.get((topic, partition))
+                    )
+                elif self._came_from_target(topic):
+                    if reverse is None:
+                        reverse = self._reverse_store()
+                    name = self.flow.policy.upstream_topic(topic) or topic
+                    translation = reverse.inverse((name, partition), committed.offset)
+                else:
+                    continue
+                if not translation.ok:
+                    untranslated.append(_describe(group, topic, partition, committed, translation))
+                    continue
+                checkpoint = Checkpoint(
+                    group, name, partition, committed.offset, translation.offset, committed.metadata
+                )
+                if self._emitted.get((group, name, partition)) != checkpoint:
+                    changed.append((checkpoint, read_at))
+        if changed:
+            self._writer.write(self.topic, ((c.key(), c.value()) for c, _ in changed), partition=0)
+            acknowledged = time.monotonic()
+            for checkpoint, _ in changed:
+                self._emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = (
+                    checkpoint
+                )
+            with self._lock:
+                self._latencies_ms.extend((acknowledged - read_at) * 1000 for _, read_at in changed)
+            self._count += len(changed)
+        self._untranslated = untranslated
+        return len(changed)
+
+    def sync_group_offsets(self) -> int:
+        """Commit the checkpointed offsets to idle target groups; the partitions moved."""
+        wanted: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        selected = set(self._groups)
+        for (group, topic, partition), checkpoint in self._emitted.items():
+            if group in selected:
+                wanted.setdefault(group, {})[(topic, partition)] = OffsetAndMetadata(
+                    checkpoint.downstream_offset, checkpoint.metadata
+                )
+        moved = 0
+        for group, offsets in sorted(wanted.items()):
+            on_target = describe_group(self._target_admin, group, _TIMEOUT_S)
+            if on_target.active:
+                self._skipped_active += 1
+                continue
+            plan = plan_moves(on_target.offsets, offsets)
+            for (topic, partition), (committed, checkpointed) in plan.held_back.items():
+                log.info(
+                    "flow %s: group %s is at offset %d of %s[%d] on %s, ahead of its checkpoint "
+                    "%d: left where its own consumers put it",
+                    self.flow.name,
+                    group,
+                    committed,
+                    topic,
+                    partition,
+                    self.flow.target,
+                    checkpointed,
+                )
+            self._held_back += len(plan.held_back)
+            try:
+                commit_offsets(self._target_admin, group, plan.moves, _TIMEOUT_S)
+            except ActiveGroupError:
+                self._skipped_active += 1  # a consumer joined since: its offsets win
+                continue
+            moved += len(plan.moves)
+        self._synced += moved
+        return moved
+
+    def stats(self) -> CheckpointStats:
+        with self._lock:
+            latencies = sorted(self._latencies_ms)
+        return CheckpointStats(
+            groups=len(self._groups),
+            checkpoints_emitted=self._count,
+            untranslated=len(self._untranslated),
+            latency_p50_ms=_percentile(latencies, 0.50),
+            latency_p99_ms=_percentile(latencies, 0.99),
+            group_offsets_synced=self._synced,
+            groups_skipped_active=self._skipped_active,
+            offsets_held_back=self._held_back,
+            last_untranslated=self._untranslated[0] if self._untranslated else "",
+        )
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def _came_from_target(self, topic: str) -> bool:
+        return self.flow.policy.topic_source(topic) == self.flow.target
+
+    def _reverse_store(self) -> TranslationStore:
+        """The runs of the opposite flow (target->source), kept on this flow's source."""
+        store = TranslationStore()
+        try:
+            store.load(read_runs(self._source_consumer, f"{self.flow.target}->{self.flow.source}"))
+        except KafkaOperationError as exc:
+            log.info(
+                "flow %s: no runs of the opposite flow to translate back: %s", self.flow.name, exc
+            )
+        return store
+
+
+def _describe(
+    group: str, topic: str, partition: int, committed: OffsetAndMetadata, t: Translation
+) -> str:
+    return f"group {group} at offset {committed.offset} of {topic}[{partition}]: {t.reason}"
+
+
+def _percentile(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

@@ -111,9 +111,8 @@ def read_runs(
             value = json.loads(msg.value())
             if value.get("version") != FORMAT_VERSION:
                 continue
-            runs[slot] = Run(
-                int(value["upstream"]), int(value["downstream"]), int(value["records"])
-            )
+            run = Run(int(value["upstream"]), int(value["downstream"]), int(value["records"]))
+            runs[slot] = (msg.offset(), run)
         except (TypeError, ValueError, KeyError):
             log.warning("%s offset %d is not an offset run, skipped", RUNS_TOPIC, msg.offset())
     ordered = sorted(runs.items(), key=lambda item: item[1][0])

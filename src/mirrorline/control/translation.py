@@ -112,15 +112,12 @@ class TranslationStore:
         """
         with self._lock:
             for partition, run in runs:
-                kept = [
-                    r
-                    if r.upstream_end <= run.upstream
-                    else Run(r.upstream, r.downstream, run.upstream - r.upstream)
-                    for r in self._runs.get(partition, ())
-                    if r.upstream < run.upstream
-                ]
-                kept.append(run)
-                self._runs[partition] = kept
+                existing = self._runs.setdefault(partition, [])
+                del existing[_first_at_or_after(existing, run.upstream) :]
+                if existing and existing[-1].upstream_end > run.upstream:
+                    last = existing[-1]
+                    existing[-1] = Run(last.upstream, last.downstream, run.upstream - last.upstream)
+                existing.append(run)
 
     def add_syncs(self, partition: SourcePartition, syncs: Iterable[tuple[int, int]]) -> None:
         """Add one partition's syncs, in the order they were published."""
@@ -139,7 +136,7 @@ class TranslationStore:
         with self._lock:
             for partition, start in log_starts.items():
                 runs = self._runs.get(partition, [])
-                keep_from = bisect.bisect_right([r.upstream for r in runs], start) - 1
+                keep_from = _last_at_or_before(runs, start)
                 for run in runs[: max(keep_from, 0)]:
                     self._delete(partition, run)
                     removed += 1
@@ -182,17 +179,7 @@ class TranslationStore:
                 else "not replicated yet",
             )
         with self._lock:
-            runs = list(self._runs.get(partition, ()))
-        if not runs:
-            return Translation(None, "no offset syncs for this partition yet")
-        if upstream < runs[0].upstream:
-            return Translation(
-                None, f"older than the oldest kept offset sync (offset {runs[0].upstream})"
-            )
-        run = runs[bisect.bisect_right([r.upstream for r in runs], upstream) - 1]
-        if upstream < run.upstream_end:
-            return Translation(run.downstream + (upstream - run.upstream))
-        return Translation(run.downstream_end)
+            return _translate(self._runs.get(partition, []), upstream)
 
     def inverse(self, partition: SourcePartition, downstream: int) -> Translation:
         """The source offset for committed target offset `downstream` (failback).
@@ -201,29 +188,13 @@ class TranslationStore:
         replicated are exactly the target records before `downstream`.
         """
         with self._lock:
-            runs = list(self._runs.get(partition, ()))
-        if not runs:
-            return Translation(None, "no offset syncs for this partition")
-        if downstream < runs[0].downstream:
-            return Translation(
-                None, f"older than the oldest kept offset sync (offset {runs[0].downstream})"
-            )
-        index = bisect.bisect_right([r.downstream for r in runs], downstream) - 1
-        run = runs[index]
-        if downstream < run.downstream_end:
-            return Translation(run.upstream + (downstream - run.downstream))
-        if downstream == run.downstream_end or index + 1 < len(runs):
-            return Translation(run.upstream_end)
-        # Past the last known record: markers or records whose syncs are still to come.
-        return Translation(
-            None, f"beyond the last offset sync (target offset {run.downstream_end - 1})"
-        )
+            return _inverse(self._runs.get(partition, []), downstream)
 
     # -- internals ---------------------------------------------------------------------
 
     def _add(self, partition: SourcePartition, runs: list[Run], upstream: int, downstream: int):
         if runs and upstream < runs[-1].upstream_end:
-            index = bisect.bisect_right([r.upstream for r in runs], upstream) - 1
+            index = _last_at_or_before(runs, upstream)
             if index >= 0 and runs[index].maps(upstream, downstream):
                 return  # published again (harmless): nothing new
             self._cut(partition, runs, upstream)
@@ -253,3 +224,45 @@ class TranslationStore:
         key = (partition, run.upstream)
         self._upserts.pop(key, None)
         self._deletes.add(key)
+
+
+def _last_at_or_before(runs: list[Run], upstream: int) -> int:
+    """The index of the last run starting at or before `upstream`; -1 when none does."""
+    return bisect.bisect_right(runs, upstream, key=lambda r: r.upstream) - 1
+
+
+def _first_at_or_after(runs: list[Run], upstream: int) -> int:
+    """The index of the first run starting at or after `upstream` (len(runs) when none does)."""
+    return bisect.bisect_left(runs, upstream, key=lambda r: r.upstream)
+
+
+def _translate(runs: list[Run], upstream: int) -> Translation:
+    if not runs:
+        return Translation(None, "no offset syncs for this partition yet")
+    if upstream < runs[0].upstream:
+        return Translation(
+            None, f"older than the oldest kept offset sync (offset {runs[0].upstream})"
+        )
+    run = runs[_last_at_or_before(runs, upstream)]
+    if upstream < run.upstream_end:
+        return Translation(run.downstream + (upstream - run.upstream))
+    return Translation(run.downstream_end)
+
+
+def _inverse(runs: list[Run], downstream: int) -> Translation:
+    if not runs:
+        return Translation(None, "no offset syncs for this partition")
+    if downstream < runs[0].downstream:
+        return Translation(
+            None, f"older than the oldest kept offset sync (offset {runs[0].downstream})"
+        )
+    index = bisect.bisect_right(runs, downstream, key=lambda r: r.downstream) - 1
+    run = runs[index]
+    if downstream < run.downstream_end:
+        return Translation(run.upstream + (downstream - run.downstream))
+    if downstream == run.downstream_end or index + 1 < len(runs):
+        return Translation(run.upstream_end)
+    # Past the last known record: markers or records whose syncs are still to come.
+    return Translation(
+        None, f"beyond the last offset sync (target offset {run.downstream_end - 1})"
+    )

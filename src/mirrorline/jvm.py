@@ -5,7 +5,8 @@
 
 - ``kafka``: an Apache Kafka broker, for dev clusters and integration tests;
 - ``spark-kafka``: Spark's Kafka connector at the installed PySpark version;
-- ``mirrormaker``: MirrorMaker 2, for side-by-side benchmarks and compatibility tests.
+- ``mirrormaker``: MirrorMaker 2 and Kafka's command-line tools (``kafka-consumer-groups``),
+  for side-by-side benchmarks and compatibility tests.
 """
 
 from __future__ import annotations

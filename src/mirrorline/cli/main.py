@@ -9,6 +9,7 @@ from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
 from mirrorline.cli.driver_cmd import driver
+from mirrorline.cli.offsets_cmd import offsets_app
 
 app = typer.Typer(
     name="mirrorline",
@@ -20,6 +21,7 @@ app = typer.Typer(
 app.command("driver")(driver)
 app.add_typer(config_app, name="config")
 app.add_typer(dev_app, name="dev")
+app.add_typer(offsets_app, name="offsets")
 app.command("demo")(demo)
 
 

@@ -1,0 +1,571 @@
+"""`mirrorline offsets export / apply`: move a consumer group's progress to another cluster.
+
+In a failover or failback a group's consumers stop on one cluster and start on
+the other. The flow's checkpoints on the target hold the group's offsets
+translated for the target; `export` writes them to a file (CSV for Kafka's own
+`kafka-consumer-groups`, JSON for scripts) and `apply` commits them to the
+group on the target, from the checkpoints or from such a file. `apply` keeps the
+two rules of `mirrorline.group_offsets`: only a group without active members is
+written to, and no partition moves backwards unless the operator says so.
+
+Exit codes: 0 done, 1 the clusters or the group did not allow it, 2 a mistake
+in the command line, the configuration or an offsets file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from mirrorline.checkpoints import read_checkpoints
+from mirrorline.config import ClientSettings, ConfigError, MirrorConfig, load_config
+from mirrorline.group_offsets import (
+    GroupOnCluster,
+    MovePlan,
+    OffsetAndMetadata,
+    commit_offsets,
+    describe_group,
+    plan_moves,
+)
+from mirrorline.kafka import KafkaOperationError
+from mirrorline.offset_files import (
+    GroupOffset,
+    OffsetsFileError,
+    read_offsets_file,
+    to_csv,
+    to_json,
+)
+
+EXIT_FAILED = 1  # the clusters or the group did not allow it
+EXIT_USAGE = 2  # the command line, the configuration or a file is wrong (as Typer's usage errors)
+
+offsets_app = typer.Typer(
+    help="Export and apply consumer group offsets translated by a flow (failover, failback).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+class Format(StrEnum):
+    csv = "csv"
+    json = "json"
+
+
+ConfigOption = Annotated[
+    Path, typer.Option("--config", "-c", help="MM2-format properties file naming the clusters.")
+]
+TargetOption = Annotated[
+    str, typer.Option("--target", "-t", help="Alias of the cluster the offsets are for.")
+]
+GroupOption = Annotated[str, typer.Option("--group", "-g", help="The consumer group.")]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", min=1, help="Seconds to wait for each cluster request.")
+]
+
+
+class _Failure(Exception):
+    """Why a command stops: a message, its exit code and, for lists, one line per problem."""
+
+    def __init__(self, message: str, code: int, details: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.code = code
+        self.details = details
+
+
+@offsets_app.command("export")
+def export(
+    config: ConfigOption,
+    source: Annotated[
+        str, typer.Option("--source", "-s", help="Alias of the flow's source cluster.")
+    ],
+    target: TargetOption,
+    group: GroupOption,
+    output_format: Annotated[
+        Format, typer.Option("--format", "-f", help="csv (kafka-consumer-groups) or json.")
+    ] = Format.csv,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Write GROUP's offsets translated for TARGET, from the flow SOURCE->TARGET's checkpoints.
+
+    Only the offsets go to stdout (or --output); messages go to stderr. The CSV
+    is what `kafka-consumer-groups --reset-offsets --from-file` reads. Exit code
+    1 when the group has no checkpoints or TARGET does not answer, 2 for a
+    mistake in the command or the configuration.
+
+    \b
+    Examples:
+      mirrorline offsets export -c mm2.properties -s east -t west \\
+          -g billing > billing.csv
+      mirrorline offsets export -c mm2.properties -s east -t west \\
+          -g billing --format json --output billing.json
+    """
+    try:
+        loaded = _load(config)
+        cluster = _Target.of(loaded, target, source, timeout)
+        offsets = _checkpointed(loaded, source, cluster, group)
+        if output_format is Format.csv:
+            text = to_csv(offsets)
+        else:
+            generated = datetime.now(UTC)
+            text = to_json(offsets, group=group, source=source, target=target, generated=generated)
+        if output is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            _write(output, text)
+    except _Failure as failure:
+        _report_failure(failure, as_json=False)
+        raise typer.Exit(failure.code) from None
+    where = "" if output is None else f" to {output}"
+    _err().print(
+        Text(f"{len(offsets)} offsets of group {group} on {target} from {source}->{target}{where}")
+    )
+
+
+@offsets_app.command("apply")
+def apply(
+    config: ConfigOption,
+    target: TargetOption,
+    group: GroupOption,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--source", "-s", help="Take the offsets from the flow SOURCE->TARGET's checkpoints."
+        ),
+    ] = None,
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-file", help="Take the offsets from a CSV or JSON file that export wrote."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show the plan; write nothing.")
+    ] = False,
+    allow_backwards: Annotated[
+        bool,
+        typer.Option(
+            "--allow-backwards",
+            help="Also move partitions whose committed offset is ahead of the new one.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a machine-readable JSON document.")
+    ] = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Commit GROUP's translated offsets on TARGET, from a flow's checkpoints or from a file.
+
+    Refused while GROUP has active members on TARGET: stop its consumers first.
+    A partition whose committed offset is ahead of the new one is held back (its
+    consumers already read further on TARGET); --allow-backwards moves it back,
+    for when those consumers must read again. Every partition must exist on
+    TARGET. Exit code 1 when the group is active or a cluster request fails, 2
+    for a mistake in the command, the configuration or the file.
+
+    \b
+    Examples:
+      mirrorline offsets apply -c mm2.properties -t west -g billing \\
+          --source east --dry-run
+      mirrorline offsets apply -c mm2.properties -t west -g billing \\
+          --from-file billing.csv
+    """
+    try:
+        if (source is None) == (from_file is None):
+            raise _Failure(
+                "give either --source ALIAS (the flow's checkpoints) or --from-file PATH",
+                EXIT_USAGE,
+            )
+        loaded = _load(config)
+        cluster = _Target.of(loaded, target, source, timeout)
+        if from_file is not None:
+            try:
+                offsets = read_offsets_file(from_file, group=group, target=target)
+            except OffsetsFileError as exc:
+                raise _Failure(f"{from_file} cannot be applied", EXIT_USAGE, exc.problems) from None
+        else:
+            offsets = _checkpointed(loaded, source, cluster, group)
+        outcome = _apply(cluster, group, offsets, dry_run, allow_backwards)
+    except _Failure as failure:
+        _report_failure(failure, as_json)
+        raise typer.Exit(failure.code) from None
+    document = _outcome_document(outcome, source, from_file)
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        _render_outcome(outcome, document)
+    if outcome.refused:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What `apply` found and did."""
+
+    target: str
+    group: str
+    before: GroupOnCluster
+    wanted: dict[tuple[str, int], OffsetAndMetadata]
+    plan: MovePlan
+    dry_run: bool
+    allow_backwards: bool
+    written: bool = False  # offsets were committed
+    refused: str | None = None  # why a dry run's offsets could not be written now
+
+
+def _apply(
+    target: _Target,
+    group: str,
+    offsets: list[GroupOffset],
+    dry_run: bool,
+    allow_backwards: bool,
+) -> _Outcome:
+    _check_partitions(target, group, offsets)
+    before = target.describe(group)
+    wanted = {(o.topic, o.partition): OffsetAndMetadata(o.offset, o.metadata) for o in offsets}
+    plan = plan_moves(before.offsets, wanted, allow_backwards=allow_backwards)
+    refused = _active_message(before, target.alias) if before.active else None
+    if refused and not dry_run:
+        raise _Failure(refused, EXIT_FAILED)
+    outcome = _Outcome(
+        target.alias, group, before, wanted, plan, dry_run, allow_backwards, refused=refused
+    )
+    if dry_run or not plan.moves:
+        return outcome
+    try:
+        commit_offsets(target.admin, group, plan.moves, target.timeout)
+    except KafkaOperationError as exc:  # ActiveGroupError too: members joined meanwhile
+        raise _Failure(f"{target.alias}: {exc}", EXIT_FAILED) from None
+    # Read back: a consumer that joined and committed meanwhile would be missed otherwise.
+    after = target.describe(group).offsets
+    differ = []
+    for (topic, partition), offset in sorted(plan.moves.items()):
+        now = after.get((topic, partition))
+        if now is None or now.offset != offset.offset:
+            found = "none" if now is None else now.offset
+            differ.append(f"{topic} partition {partition}: {found} instead of {offset.offset}")
+    if differ:
+        raise _Failure(
+            f"group {group} on {target.alias} does not have the offsets just committed "
+            "(did a consumer commit meanwhile?)",
+            EXIT_FAILED,
+            tuple(differ),
+        )
+    return replace(outcome, written=True)
+
+
+def _active_message(group: GroupOnCluster, target: str) -> str:
+    return (
+        f"consumer group {group.group} has {_count(group.members, 'active member')} on "
+        f"{target} (state {group.state}): stop its consumers first, their offsets are "
+        "theirs to commit"
+    )
+
+
+# --- the target cluster -------------------------------------------------------------
+
+
+class _Target:
+    """The cluster the offsets are for: its alias and clients; requests wait `timeout` at most."""
+
+    def __init__(
+        self, alias: str, admin: ClientSettings, consumer: ClientSettings, timeout: float
+    ) -> None:
+        self.alias = alias
+        self.timeout = timeout
+        # Failures are reported once, as errors; librdkafka's own log lines would
+        # repeat a connection failure many times a second.
+        self.admin = AdminClient({**admin, "log_level": 0})
+        self.consumer_settings: dict[str, Any] = {**consumer, "log_level": 0}
+        # Bootstrap servers given through a secret provider stay hidden (`shown`).
+        self._servers = (
+            admin.setting("bootstrap.servers").shown if "bootstrap.servers" in admin else "-"
+        )
+
+    @classmethod
+    def of(cls, loaded: MirrorConfig, target: str, source: str | None, timeout: float) -> _Target:
+        """`target` with the flow's target clients when a flow is named, else the cluster's."""
+        for alias, option in ((target, "--target"), (source, "--source")):
+            if alias is not None and alias not in loaded.clusters:
+                known = ", ".join(loaded.clusters)
+                raise _Failure(
+                    f"{loaded.file} has no cluster {alias} ({option}); its clusters: {known}",
+                    EXIT_USAGE,
+                )
+        if source == target:
+            raise _Failure(
+                f"--source and --target are both {target}: name a flow's two ends", EXIT_USAGE
+            )
+        try:
+            if source is not None:
+                flow = loaded.flow(source, target)
+                admin = flow.client_settings("target", "admin")
+                consumer = flow.client_settings("target", "consumer")
+            else:
+                cluster = loaded.clusters[target]
+                admin = cluster.client_settings("admin")
+                consumer = cluster.client_settings("consumer")
+        except ConfigError as exc:
+            raise _Failure(f"{loaded.file}: {exc}", EXIT_USAGE) from None
+        return cls(target, admin, consumer, timeout)
+
+    def topics(self) -> dict[str, Any]:
+        """Topic metadata by name."""
+        try:
+            return self.admin.list_topics(timeout=self.timeout).topics
+        except KafkaException as exc:
+            raise self._unreachable(exc) from None
+
+    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if not partitions:
+            return {}
+        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
+        try:
+            futures = self.admin.list_offsets(request, request_timeout=self.timeout)
+            return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+        except KafkaException as exc:
+            raise self._unreachable(exc) from None
+
+    def describe(self, group: str) -> GroupOnCluster:
+        try:
+            return describe_group(self.admin, group, self.timeout)
+        except KafkaOperationError as exc:
+            raise _Failure(f"{self.alias}: {exc}", EXIT_FAILED) from None
+
+    def _unreachable(self, exc: KafkaException) -> _Failure:
+        return _Failure(
+            f"cluster {self.alias} ({self._servers}) does not answer: {exc.args[0].str()}",
+            EXIT_FAILED,
+        )
+
+
+def _load(path: Path) -> MirrorConfig:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise _Failure(f"{path}: {exc}", EXIT_USAGE) from None
+
+
+def _checkpointed(
+    loaded: MirrorConfig, source: str, target: _Target, group: str
+) -> list[GroupOffset]:
+    """The group's offsets from the flow's latest checkpoints on the target."""
+    flow = loaded.flow(source, target.alias)
+    topic = flow.checkpoints_topic
+    if topic not in target.topics():
+        raise _Failure(
+            f"{target.alias} has no topic {topic}: the flow {flow.name} has written no "
+            "checkpoints there (is it running, with emit.checkpoints.enabled = true?)",
+            EXIT_FAILED,
+        )
+    try:
+        checkpoints = read_checkpoints(target.consumer_settings, topic, timeout=target.timeout)
+    except KafkaOperationError as exc:
+        raise _Failure(f"{target.alias}: {exc}", EXIT_FAILED) from None
+    offsets = [
+        GroupOffset.from_checkpoint(c)
+        for (g, _, _), c in sorted(checkpoints.items())
+        # A negative downstream offset is no offset: MM2 writes none, never commit one.
+        if g == group and c.downstream_offset >= 0
+    ]
+    if not offsets:
+        groups = sorted({g for g, _, _ in checkpoints})
+        listed = ", ".join(groups[:10])
+        if len(groups) > 10:
+            listed += f" and {len(groups) - 10} more"
+        has = f"groups with checkpoints: {listed}" if groups else "it holds no checkpoints yet"
+        raise _Failure(
+            f"no checkpoints of group {group} in {topic} on {target.alias} ({has})", EXIT_FAILED
+        )
+    return offsets
+
+
+def _check_partitions(target: _Target, group: str, offsets: list[GroupOffset]) -> None:
+    """Every partition exists on the target, and no offset is past its end.
+
+    An offset past the end would make the group's consumers reset to
+    `auto.offset.reset` on their first fetch; it usually means offsets made for
+    another cluster.
+    """
+    topics = target.topics()
+    problems: list[str] = []
+    present: list[tuple[str, int]] = []
+    for o in offsets:
+        meta = topics.get(o.topic)
+        if meta is None or meta.error is not None:
+            missing = f"topic {o.topic} does not exist on {target.alias}"
+            if missing not in problems:
+                problems.append(missing)
+        elif o.partition not in meta.partitions:
+            problems.append(
+                f"{o.topic} has no partition {o.partition} on {target.alias} "
+                f"(it has {len(meta.partitions)})"
+            )
+        else:
+            present.append((o.topic, o.partition))
+    ends = target.end_offsets(present)
+    problems += [
+        f"{o.topic} partition {o.partition}: offset {o.offset} is past the end of the "
+        f"partition on {target.alias} ({ends[(o.topic, o.partition)]}); are these offsets "
+        "for another cluster?"
+        for o in offsets
+        if (o.topic, o.partition) in ends and o.offset > ends[(o.topic, o.partition)]
+    ]
+    if problems:
+        raise _Failure(
+            f"cannot apply the offsets of group {group} to {target.alias}",
+            EXIT_FAILED,
+            tuple(problems),
+        )
+
+
+# --- output -------------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _Failure(f"cannot write {path}: {exc.strerror}", EXIT_USAGE) from None
+
+
+def _actions(outcome: _Outcome) -> dict[tuple[str, int], str]:
+    """Each partition's fate: set, forward, backwards, unchanged or held back."""
+    committed = outcome.before.offsets
+    actions: dict[tuple[str, int], str] = {}
+    for tp, offset in outcome.plan.moves.items():
+        current = committed.get(tp)
+        if current is None:
+            actions[tp] = "set"
+        else:
+            actions[tp] = "forward" if current.offset < offset.offset else "backwards"
+    actions.update({tp: "unchanged" for tp in outcome.plan.unchanged})
+    actions.update({tp: "held back" for tp in outcome.plan.held_back})
+    return actions
+
+
+def _outcome_document(
+    outcome: _Outcome, source: str | None, from_file: Path | None
+) -> dict[str, Any]:
+    actions = _actions(outcome)
+    committed = outcome.before.offsets
+    plan = outcome.plan
+    return {
+        "ok": outcome.refused is None,
+        "group": outcome.group,
+        "target": outcome.target,
+        "source": source,
+        "from_file": str(from_file) if from_file is not None else None,
+        "dry_run": outcome.dry_run,
+        "allow_backwards": outcome.allow_backwards,
+        "group_state": outcome.before.state,
+        "members": outcome.before.members,
+        "written": outcome.written,
+        "refused": outcome.refused,
+        "summary": {
+            "moved": len(plan.moves),
+            "unchanged": len(plan.unchanged),
+            "held_back": len(plan.held_back),
+        },
+        "partitions": [
+            {
+                "topic": topic,
+                "partition": partition,
+                "committed": committed[(topic, partition)].offset
+                if (topic, partition) in committed
+                else None,
+                "offset": offset.offset,
+                "action": actions[(topic, partition)].replace(" ", "_"),
+            }
+            for (topic, partition), offset in sorted(outcome.wanted.items())
+        ],
+    }
+
+
+def _render_outcome(outcome: _Outcome, document: dict[str, Any]) -> None:
+    out = _console(sys.stdout)
+    before = outcome.before
+    out.print(
+        Text(
+            f"Group {outcome.group} on {outcome.target}: {_count(before.members, 'member')} "
+            f"(state {before.state}), {_count(len(before.offsets), 'committed partition')}",
+            style="bold",
+        )
+    )
+    table = Table()
+    table.add_column("topic")
+    table.add_column("partition", justify="right")
+    table.add_column("committed", justify="right")
+    table.add_column("new offset", justify="right")
+    table.add_column("action")
+    styles = {"held_back": "yellow", "backwards": "magenta", "unchanged": "dim"}
+    for row in document["partitions"]:
+        action = row["action"]
+        table.add_row(
+            row["topic"],
+            str(row["partition"]),
+            "-" if row["committed"] is None else str(row["committed"]),
+            str(row["offset"]),
+            Text(action.replace("_", " "), style=styles.get(action, "green")),
+        )
+    out.print(table)
+    summary = document["summary"]
+    counts = f"{summary['unchanged']} unchanged, {summary['held_back']} held back"
+    moved = _count(summary["moved"], "partition")
+    if outcome.written:
+        out.print(Text(f"✓ committed {moved}; {counts}", style="bold green"))
+    elif outcome.dry_run:
+        out.print(Text(f"dry run: would commit {moved}; {counts}", style="bold"))
+    else:
+        out.print(Text(f"✓ nothing to commit; {counts}", style="bold green"))
+    if summary["held_back"]:
+        out.print(
+            Text(
+                f"Held back: the group's committed offset is ahead of the new one (its "
+                f"consumers already read further on {outcome.target}). --allow-backwards "
+                "moves them back, and its consumers read those records again.",
+                style="yellow",
+            )
+        )
+    if outcome.refused:
+        _err().print(Text(f"✗ apply would be refused: {outcome.refused}", style="red"))
+
+
+def _report_failure(failure: _Failure, as_json: bool) -> None:
+    if as_json:
+        document = {"ok": False, "error": str(failure), "problems": list(failure.details)}
+        typer.echo(json.dumps(document, indent=2))
+        return
+    err = _err()
+    err.print(Text(f"error: {failure}", style="red"))
+    for detail in failure.details:
+        err.print(Text(f"  {detail}"))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _console(stream: Any) -> Console:
+    # Outside a terminal, tables keep their natural width instead of folding at 80 columns.
+    width = None if stream.isatty() else 1000
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+
+
+def _err() -> Console:
+    return _console(sys.stderr)

@@ -1,0 +1,166 @@
+"""Automatic group offset sync leaves the target's own consumers alone.
+
+A group with an active member on the target is never written to; a group whose
+offset on the target is ahead of its checkpoint (its consumers there went on
+after a failover) is never moved back. Checkpoint latency is measured on a
+group that keeps committing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import Consumer, TopicPartition
+
+from mirrorline.checkpoints import read_checkpoints
+from mirrorline.kafka import KafkaOperationError
+from support.driving import running_driver, write_config
+from support.kafka_io import Record, create_topic, produce, unique_name
+from support.wait import wait_until
+
+
+def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, spark, tmp_path):
+    east, west = two_clusters
+    topic = unique_name("payments")
+    remote = f"east.{topic}"
+    create_topic(east.bootstrap_servers, topic, 2)
+    produce(
+        east.bootstrap_servers,
+        topic,
+        [Record(None, f"v{i}".encode(), partition=i % 2) for i in range(2_000)],
+    )
+    active, ahead, busy = unique_name("active"), unique_name("ahead"), unique_name("busy")
+    _commit(east.bootstrap_servers, active, topic, {0: 500, 1: 700})
+    _commit(east.bootstrap_servers, ahead, topic, {0: 300})
+    # The group's consumers went on on west after a failover: it is ahead there.
+    create_topic(west.bootstrap_servers, remote, 2)
+    _commit(west.bootstrap_servers, ahead, remote, {0: 900})
+    config = write_config(
+        tmp_path / "sync.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        "emit.checkpoints.interval.seconds = 1\nrefresh.groups.interval.seconds = 1\n"
+        "sync.group.offsets.enabled = true\nsync.group.offsets.interval.seconds = 1\n",
+    )
+    member = _ActiveMember(west.bootstrap_servers, active, remote)
+    try:
+        wait_until(member.joined, timeout=60, what=f"a member of {active} on west")
+        with running_driver(config, spark, tmp_path / "work") as driver:
+            wait_until(
+                lambda: _checkpointed(west, active, remote) == {0: 500, 1: 700},
+                timeout=120,
+                what=f"checkpoints of {active}",
+            )
+            skipped = driver.statuses()[0].checkpoints.groups_skipped_active
+            wait_until(
+                lambda: driver.statuses()[0].checkpoints.groups_skipped_active >= skipped + 2,
+                timeout=30,
+                what="two more sync rounds that skip the active group",
+            )
+            assert _committed(west.bootstrap_servers, active, remote) == {}
+            assert member.failures == []
+
+            wait_until(
+                lambda: _checkpointed(west, ahead, remote) == {0: 300},
+                timeout=30,
+                what=f"checkpoint of {ahead}",
+            )
+            wait_until(
+                lambda: driver.statuses()[0].checkpoints.offsets_held_back >= 2,
+                timeout=30,
+                what="two sync rounds holding the group that is ahead",
+            )
+            assert _committed(west.bootstrap_servers, ahead, remote) == {0: 900}
+
+            member.close()  # its consumers stopped: now the sync may move it
+            wait_until(
+                lambda: _committed(west.bootstrap_servers, active, remote) == {0: 500, 1: 700},
+                timeout=30,
+                what=f"{active} synced once it has no member",
+            )
+
+            # A group that keeps committing: one checkpoint per change, latency measured.
+            for step in range(1, 41):
+                _commit(east.bootstrap_servers, busy, topic, {0: step * 20, 1: step * 20})
+                wait_until(
+                    lambda step=step: (
+                        _checkpointed(west, busy, remote) == {0: step * 20, 1: step * 20}
+                    ),
+                    timeout=30,
+                    what=f"checkpoint {step} of {busy}",
+                    interval=0.05,
+                )
+            stats = driver.statuses()[0].checkpoints
+            print(
+                f"checkpoint latency over {stats.checkpoints_emitted} checkpoints: "
+                f"p50 {stats.latency_p50_ms:.0f} ms, p99 {stats.latency_p99_ms:.0f} ms"
+            )
+    finally:
+        member.close()
+
+
+class _ActiveMember:
+    """A consumer of the group on west that stays a member while it polls."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+            }
+        )
+        self._consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self._assigned = threading.Event()
+        self.failures: list[str] = []
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def joined(self) -> bool:
+        return self._assigned.is_set()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            msg = self._consumer.poll(0.2)
+            if msg is not None and msg.error():
+                self.failures.append(str(msg.error()))
+            if self._consumer.assignment():
+                self._assigned.set()
+        self._consumer.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
+        )
+    finally:
+        consumer.close()
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(2)], 10)
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def _checkpointed(cluster, group: str, remote: str) -> dict[int, int]:
+    try:
+        found = read_checkpoints(
+            {"bootstrap.servers": cluster.bootstrap_servers},
+            "east.checkpoints.internal",
+            group=group,
+        )
+    except KafkaOperationError:  # no checkpoints topic yet
+        return {}
+    return {p: c.upstream_offset for (_, t, p), c in found.items() if t == remote}

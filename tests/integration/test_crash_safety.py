@@ -1,7 +1,7 @@
 """SIGKILL the driver at random moments while it replicates: nothing is lost, ever.
 
 The driver runs as `mirrorline driver` in a child process, on a stream of
-200,000 numbered records into 4 partitions; it is killed 5 times (with its Spark
+120,000 numbered records into 4 partitions; it is killed 3 times (with its Spark
 JVM and Python workers, as a lost host would be) and started again each time.
 Afterwards the target must hold every source record with the same key, value,
 headers and timestamp, in source order per partition:

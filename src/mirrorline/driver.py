@@ -31,8 +31,6 @@ class NoFlowsError(ValueError):
 
 # Control loops that are configured (often by MM2's defaults) but not built yet.
 _NOT_YET = {
-    "emit.checkpoints.enabled": "consumer-group checkpoints",
-    "sync.group.offsets.enabled": "consumer-group offset sync",
     "emit.heartbeats.enabled": "heartbeats",
     "sync.topic.acls.enabled": "topic ACL sync",
 }

@@ -18,12 +18,12 @@ import sys
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.kafka import KafkaOperationError, read_to_end
 from support.driving import running_driver, write_config
-from support.kafka_io import create_topic, unique_name
+from support.kafka_io import commit_offsets, committed_offsets, create_topic, unique_name
 from support.wait import wait_until
 
 PARTITIONS = 3
@@ -103,7 +103,9 @@ def test_a_group_fails_over_and_back_exactly(two_clusters, spark, tmp_path):
         assert resumed_after - running_after <= 1 + 1  # one interval, and one tick
         expected = _checkpointed_offsets(west, group, remote)
         wait_until(
-            lambda: _committed(west.bootstrap_servers, group, remote) == expected,
+            lambda: (
+                committed_offsets(west.bootstrap_servers, group, remote, PARTITIONS) == expected
+            ),
             timeout=60,
             what="the group's offsets synced to west",
         )
@@ -116,14 +118,14 @@ def test_a_group_fails_over_and_back_exactly(two_clusters, spark, tmp_path):
 
     # -- the group reads some more on west, then fails back to east
     read_on_west = {0: 2_000, 1: 1, 2: 0}
-    _commit_offsets(west.bootstrap_servers, group, remote, _offsets_after(on_west, read_on_west))
+    commit_offsets(west.bootstrap_servers, group, remote, _offsets_after(on_west, read_on_west))
     # west->east replicates nothing (no topic of that name on west): only checkpoints go back.
     back = f"west->east.enabled = true\nwest->east.topics = {topic}\n"
     failed_back = {p: read_on_east[p] + read_on_west[p] for p in range(PARTITIONS)}
     with running_driver(config(synced + back), spark, tmp_path / "work"):
         wait_until(
             lambda: (
-                _committed(east.bootstrap_servers, group, topic)
+                committed_offsets(east.bootstrap_servers, group, topic, PARTITIONS)
                 == _offsets_after(on_east, failed_back)
             ),
             timeout=90,
@@ -197,26 +199,7 @@ def _offsets_after(records: Mapping[int, list[Read]], counts: Mapping[int, int])
 
 
 def _commit_after(bootstrap, group, topic, records, counts) -> None:
-    _commit_offsets(bootstrap, group, topic, _offsets_after(records, counts))
-
-
-def _commit_offsets(bootstrap: str, group: str, topic: str, offsets: Mapping[int, int]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        consumer.commit(
-            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
-        )
-    finally:
-        consumer.close()
-
-
-def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        found = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
-        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
-    finally:
-        consumer.close()
+    commit_offsets(bootstrap, group, topic, _offsets_after(records, counts))
 
 
 def _assert_reads_exactly(bootstrap, group, topic, on_east, read_on_east) -> dict[int, list[Read]]:
@@ -235,7 +218,7 @@ def _assert_reads_exactly(bootstrap, group, topic, on_east, read_on_east) -> dic
 def _read_group_to_end(bootstrap: str, group: str, topic: str) -> dict[int, list[Read]]:
     """Subscribe as `group` and read to the end; a partition without committed offset fails."""
     everything = _read_all(bootstrap, topic)
-    start = _committed(bootstrap, group, topic)
+    start = committed_offsets(bootstrap, group, topic, PARTITIONS)
     last = {p: records[-1][0] for p, records in everything.items() if records}
     pending = {p for p in last if start.get(p, 0) <= last[p]}
     consumer = Consumer(

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import threading
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.kafka import KafkaOperationError
 from support.driving import running_driver, write_config
-from support.kafka_io import Record, create_topic, produce, unique_name
+from support.kafka_io import (
+    Record,
+    commit_offsets,
+    committed_offsets,
+    create_topic,
+    produce,
+    unique_name,
+)
 from support.wait import wait_until
 
 
@@ -30,11 +37,11 @@ def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, 
         [Record(None, f"v{i}".encode(), partition=i % 2) for i in range(2_000)],
     )
     active, ahead, busy = unique_name("active"), unique_name("ahead"), unique_name("busy")
-    _commit(east.bootstrap_servers, active, topic, {0: 500, 1: 700})
-    _commit(east.bootstrap_servers, ahead, topic, {0: 300})
+    commit_offsets(east.bootstrap_servers, active, topic, {0: 500, 1: 700})
+    commit_offsets(east.bootstrap_servers, ahead, topic, {0: 300})
     # The group's consumers went on on west after a failover: it is ahead there.
     create_topic(west.bootstrap_servers, remote, 2)
-    _commit(west.bootstrap_servers, ahead, remote, {0: 900})
+    commit_offsets(west.bootstrap_servers, ahead, remote, {0: 900})
     config = write_config(
         tmp_path / "sync.properties",
         [east, west],
@@ -57,7 +64,7 @@ def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, 
                 timeout=30,
                 what="two more sync rounds that skip the active group",
             )
-            assert _committed(west.bootstrap_servers, active, remote) == {}
+            assert committed_offsets(west.bootstrap_servers, active, remote, 2) == {}
             assert member.failures == []
 
             wait_until(
@@ -70,18 +77,20 @@ def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, 
                 timeout=30,
                 what="two sync rounds holding the group that is ahead",
             )
-            assert _committed(west.bootstrap_servers, ahead, remote) == {0: 900}
+            assert committed_offsets(west.bootstrap_servers, ahead, remote, 2) == {0: 900}
 
             member.close()  # its consumers stopped: now the sync may move it
             wait_until(
-                lambda: _committed(west.bootstrap_servers, active, remote) == {0: 500, 1: 700},
+                lambda: (
+                    committed_offsets(west.bootstrap_servers, active, remote, 2) == {0: 500, 1: 700}
+                ),
                 timeout=30,
                 what=f"{active} synced once it has no member",
             )
 
             # A group that keeps committing: one checkpoint per change, latency measured.
             for step in range(1, 41):
-                _commit(east.bootstrap_servers, busy, topic, {0: step * 20, 1: step * 20})
+                commit_offsets(east.bootstrap_servers, busy, topic, {0: step * 20, 1: step * 20})
                 wait_until(
                     lambda step=step: (
                         _checkpointed(west, busy, remote) == {0: step * 20, 1: step * 20}
@@ -133,25 +142,6 @@ class _ActiveMember:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(30)
-
-
-def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        consumer.commit(
-            offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
-        )
-    finally:
-        consumer.close()
-
-
-def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        found = consumer.committed([TopicPartition(topic, p) for p in range(2)], 10)
-        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
-    finally:
-        consumer.close()
 
 
 def _checkpointed(cluster, group: str, remote: str) -> dict[int, int]:

@@ -204,3 +204,38 @@ def read_offset_syncs(bootstrap: str, topic: str, timeout: float = 60) -> list[O
         return syncs
     finally:
         consumer.close()
+
+
+def commit_offsets(
+    bootstrap: str, group: str, topic: str, offsets: Mapping[int, int], timeout: float = 30
+) -> None:
+    """Commit `offsets` (partition -> offset) for `group`, as its consumer would.
+
+    Retries while the group coordinator is still loading (a fresh cluster).
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                    asynchronous=False,
+                )
+                return
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """`group`'s committed offset per partition of `topic` (partitions without one left out)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], 10)
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    finally:
+        consumer.close()

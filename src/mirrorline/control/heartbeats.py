@@ -204,7 +204,7 @@ class HeartbeatEmitter:
         try:
             self._ensure_topic()
             self._send(Heartbeat(self.flow.source, self.flow.target, now_ms))
-        except (KafkaOperationError, KafkaException) as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in the status; the next beat retries
             if self._admin is not None:
                 self._admin.poll(0)  # serves `error_cb`: the connection error, if any
             self._topic_ready = False  # look again next time: it may have been deleted
@@ -273,7 +273,7 @@ class HeartbeatEmitter:
             return self._client_error
         if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
             return exc.args[0].str()
-        return str(exc)
+        return str(exc) or type(exc).__name__
 
     def _on_client_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._ALL_BROKERS_DOWN and self._client_error:

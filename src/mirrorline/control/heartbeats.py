@@ -200,7 +200,6 @@ class HeartbeatEmitter:
     def beat(self) -> None:
         """Emit one heartbeat and wait (briefly) for the target to acknowledge it."""
         now_ms = int(time.time() * 1000)
-        self._client_error = ""
         try:
             self._ensure_topic()
             self._send(Heartbeat(self.flow.source, self.flow.target, now_ms))
@@ -212,6 +211,9 @@ class HeartbeatEmitter:
             if message:
                 log.warning(message)
         else:
+            # librdkafka reports a connection error once, not at each retry: it is
+            # kept as the reason until a beat succeeds.
+            self._client_error = ""
             message = self.tracker.succeeded(now_ms)
             if message:
                 log.info(message)

@@ -232,6 +232,7 @@ class MirrorClient:
             self._admin.poll(0)  # serves `error_cb`
             reason = self._client_error or exc.args[0].str()
             raise KafkaOperationError(f"{self.where} does not answer: {reason}") from None
+        self._client_error = ""
         return {
             name
             for name, topic in metadata.topics.items()

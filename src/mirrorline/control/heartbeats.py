@@ -35,7 +35,7 @@ import math
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -116,8 +116,8 @@ class BeatTracker:
     def succeeded(self, now_ms: int) -> str | None:
         with self._lock:
             previous, failures = self._status, self._failed_beats
-            self._status = HeartbeatStatus(
-                previous.flow, previous.target, previous.topic, previous.emitted + 1, now_ms
+            self._status = replace(
+                previous, emitted=previous.emitted + 1, last_emitted_ms=now_ms, error=""
             )
             self._failed_beats = 0
         if failures:
@@ -132,14 +132,7 @@ class BeatTracker:
     def failed(self, reason: str) -> str | None:
         with self._lock:
             previous = self._status
-            self._status = HeartbeatStatus(
-                previous.flow,
-                previous.target,
-                previous.topic,
-                previous.emitted,
-                previous.last_emitted_ms,
-                reason,
-            )
+            self._status = replace(previous, error=reason)
             self._failed_beats += 1
             first = self._failed_beats == 1
         if first:
@@ -176,6 +169,9 @@ class HeartbeatEmitter:
             # A heartbeat not delivered within a beat or two is worth nothing: give up.
             "message.timeout.ms": int(_TIMEOUT_S * 1000),
             "linger.ms": 0,
+            # Heartbeats need no ordering or deduplication, and without idempotence
+            # no producer state on the broker can put the producer in a fatal error.
+            "enable.idempotence": False,
         }
         self._admin_settings = {**flow.client_settings("target", "admin"), **common}
         self._producer: Producer | None = None

@@ -42,8 +42,8 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import read_checkpoints
-from mirrorline.config import MirrorConfig, load_config
-from mirrorline.control.remote_topics import read_remote_topics
+from mirrorline.config import ClientSettings, MirrorConfig, load_config
+from mirrorline.control.remote_topics import METADATA_TOPIC, read_remote_topics
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 
@@ -106,7 +106,7 @@ class MirrorClient:
         self.timeout = timeout
         self._settings = dict(settings)
         self._consumer_settings = dict(consumer_settings or settings)
-        servers = self._settings.get("bootstrap.servers", "(no bootstrap.servers)")
+        servers = _shown_servers(settings)
         self.where = f"cluster {cluster} ({servers})" if cluster else f"the cluster at {servers}"
         self._admin: AdminClient | None = None
         self._client_error = ""
@@ -179,7 +179,8 @@ class MirrorClient:
             and self.policy.topic_source(t) is not None
             and source_alias in (None, self.policy.topic_source(t))
         }
-        for flow, pairs in self._published_remote_topics().items():
+        published = self._published_remote_topics() if METADATA_TOPIC in topics else {}
+        for flow, pairs in published.items():
             # A flow's name is "<source>-><target>"; aliases cannot contain ">".
             if source_alias in (None, flow.partition("->")[0]):
                 found.update(remote for remote in pairs.values() if remote in topics)
@@ -210,6 +211,7 @@ class MirrorClient:
                 c.downstream_offset, c.metadata, c.upstream_offset
             )
             for c in sorted(checkpoints.values(), key=lambda c: (c.topic, c.partition))
+            if c.downstream_offset >= 0  # no offset (MM2 writes none): never one to commit
         }
 
     # -- helpers ---------------------------------------------------------------------
@@ -321,6 +323,13 @@ def as_topic_partitions(
         TopicPartition(topic, partition, t.offset, t.metadata)
         for (topic, partition), t in sorted(offsets.items())
     ]
+
+
+def _shown_servers(settings: Mapping[str, object]) -> str:
+    """The bootstrap servers for messages; hidden when a secret provider gave them."""
+    if isinstance(settings, ClientSettings) and "bootstrap.servers" in settings:
+        return settings.setting("bootstrap.servers").shown
+    return str(settings.get("bootstrap.servers", "no bootstrap.servers"))
 
 
 # -- reading topic names ------------------------------------------------------------------

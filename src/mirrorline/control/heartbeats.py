@@ -237,7 +237,7 @@ class HeartbeatEmitter:
                 timeout=_TIMEOUT_S,
             )
             if created:
-                log.info("created topic %s on %s for heartbeats", self.topic, self.flow.target)
+                log.info("created the heartbeats topic %s on %s", self.topic, self.flow.target)
         self._topic_ready = True
 
     def _send(self, heartbeat: Heartbeat) -> None:

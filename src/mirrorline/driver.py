@@ -7,6 +7,9 @@ status with a reason and retries by itself.
 Several drivers may run the same configuration: each flow is replicated by the
 driver that leads it (`engine.leadership`, decided on the flow's target
 cluster); the others stand by and take over when it stops or dies.
+
+Heartbeats (`control.heartbeats`) are emitted by every driver, leader or not,
+for the flows into the clusters it serves, disabled flows included.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mirrorline.config.model import FlowConfig, MirrorConfig
+from mirrorline.control.heartbeats import Heartbeats, HeartbeatStatus
 from mirrorline.engine.flow import FlowRunner, FlowStatus
 from mirrorline.engine.leadership import FlowLeadership, driver_id
 
@@ -31,7 +35,6 @@ class NoFlowsError(ValueError):
 
 # Control loops that are configured (often by MM2's defaults) but not built yet.
 _NOT_YET = {
-    "emit.heartbeats.enabled": "heartbeats",
     "sync.topic.acls.enabled": "topic ACL sync",
 }
 
@@ -73,13 +76,22 @@ def select_flows(config: MirrorConfig, target_clusters: Iterable[str] | None) ->
 
 
 class Driver:
-    def __init__(self, flows: list[FlowConfig], spark, work_dir: Path) -> None:
+    def __init__(
+        self,
+        flows: list[FlowConfig],
+        spark,
+        work_dir: Path,
+        heartbeat_flows: Iterable[FlowConfig] = (),
+    ) -> None:
+        """`heartbeat_flows`: the flows whose heartbeats this driver emits
+        (`control.heartbeats.heartbeat_flows_for`); none by default."""
         self.flows = flows
         self.driver_id = driver_id()
         self.runners = [
             FlowRunner(flow, spark, work_dir, FlowLeadership.for_flow(flow, self.driver_id))
             for flow in flows
         ]
+        self.heartbeats = Heartbeats(heartbeat_flows)
 
     def run(
         self,
@@ -97,6 +109,7 @@ class Driver:
             )
             for runner in self.runners
         ]
+        self.heartbeats.start(stop)
         for thread in threads:
             thread.start()
         try:
@@ -107,6 +120,7 @@ class Driver:
             stop.set()
             for thread in threads:
                 thread.join()
+            self.heartbeats.join()
 
     def _run_flow(self, runner: FlowRunner, stop: threading.Event) -> None:
         try:
@@ -118,6 +132,10 @@ class Driver:
 
     def statuses(self) -> list[FlowStatus]:
         return [runner.status() for runner in self.runners]
+
+    def heartbeat_statuses(self) -> list[HeartbeatStatus]:
+        """How the heartbeats of each flow this driver emits for are doing."""
+        return self.heartbeats.statuses()
 
     @staticmethod
     def _guarded(runner: FlowRunner, action: Callable[[], None]) -> None:

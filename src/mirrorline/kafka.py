@@ -36,6 +36,10 @@ def ensure_topic(
         if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
             return False
         raise KafkaOperationError(f"cannot create topic {name}: {exc.args[0].str()}") from None
+    except TimeoutError:  # the future's own timeout, when the cluster does not answer at all
+        raise KafkaOperationError(
+            f"cannot create topic {name}: no answer within {timeout:.0f}s"
+        ) from None
     wait_for_leaders(admin, name, partitions, timeout)
     return True
 

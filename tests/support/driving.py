@@ -8,11 +8,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mirrorline.config import load_config
+from mirrorline.control.heartbeats import heartbeat_flows_for
 from mirrorline.driver import Driver, select_flows
 
 
-def write_config(path: Path, clusters, body: str) -> Path:
-    """A properties file naming `clusters` (DevCluster objects) plus `body`."""
+def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -> Path:
+    """A properties file naming `clusters` (DevCluster objects) plus `body`.
+
+    Heartbeats are off unless `heartbeats` is true: the clusters are shared by
+    every test of a session, and a `heartbeats` topic left on a cluster is
+    replicated by every later flow out of it (whatever its topic filter), which
+    would change what those tests see.
+    """
     lines = [f"clusters = {', '.join(c.alias for c in clusters)}"]
     lines += [f"{c.alias}.bootstrap.servers = {c.bootstrap_servers}" for c in clusters]
     lines += [
@@ -23,15 +30,18 @@ def write_config(path: Path, clusters, body: str) -> Path:
         "refresh.topics.interval.seconds = 1",
         "sync.topic.configs.interval.seconds = 1",
     ]
+    if not heartbeats:
+        lines.append("emit.heartbeats.enabled = false")
     path.write_text("\n".join(lines) + "\n" + body)
     return path
 
 
 @contextmanager
 def running_driver(config_file: Path, spark, work_dir: Path) -> Iterator[Driver]:
-    """Start a driver for every enabled flow; stop it (between batches) on exit."""
-    flows = select_flows(load_config(config_file), None)
-    driver = Driver(flows, spark, work_dir)
+    """Start a driver for every enabled flow (and heartbeats, as `mirrorline driver`
+    does); stop it (between batches) on exit."""
+    config = load_config(config_file)
+    driver = Driver(select_flows(config, None), spark, work_dir, heartbeat_flows_for(config, None))
     stop = threading.Event()
     failure: list[BaseException] = []
 

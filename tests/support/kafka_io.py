@@ -66,6 +66,25 @@ def topic_names(bootstrap: str) -> set[str]:
     return set(admin(bootstrap).list_topics(timeout=10).topics)
 
 
+def delete_topics(bootstrap: str, names: Iterable[str], timeout: float = 30) -> None:
+    """Delete those of `names` that exist and wait until the cluster no longer lists them.
+
+    For tests that must leave a shared cluster as they found it (a heartbeats
+    topic, for one, would be replicated by every later flow out of the cluster).
+    """
+    present = sorted(set(names) & topic_names(bootstrap))
+    if not present:
+        return
+    client = admin(bootstrap)  # kept alive until the futures complete
+    for future in client.delete_topics(present, request_timeout=timeout).values():
+        future.result(timeout)
+    deadline = time.monotonic() + timeout
+    while set(present) & topic_names(bootstrap):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topics {present} still listed {timeout:.0f}s after deletion")
+        time.sleep(0.1)
+
+
 def produce(
     bootstrap: str,
     topic: str,

@@ -58,10 +58,9 @@ def test_notes_an_unused_dead_letter_topic_with_its_line():
 
 def test_notes_loops_not_built_yet_and_quiet_when_disabled():
     notes = check_supported(select_flows(parse_config(BASE), None))
-    assert any("checkpoints" in n and "a->b" in n for n in notes)
-    quiet = BASE + "".join(
-        f"{k}.enabled = false\n" for k in ("emit.checkpoints", "emit.heartbeats", "sync.topic.acls")
-    )
+    assert any("topic ACL sync" in n and "a->b" in n for n in notes)
+    assert not any("checkpoints" in n or "heartbeats" in n for n in notes)
+    quiet = BASE + "sync.topic.acls.enabled = false\n"
     assert check_supported(select_flows(parse_config(quiet), None)) == []
 
 

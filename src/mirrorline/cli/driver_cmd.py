@@ -6,12 +6,14 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from mirrorline.config import ConfigError, load_config
+from mirrorline.control.heartbeats import HeartbeatStatus, heartbeat_flows_for
 from mirrorline.driver import (
     Driver,
     NoFlowsError,
@@ -50,7 +52,9 @@ def driver(
     )
     try:
         loaded = load_config(config)
-        flows = select_flows(loaded, [c.strip() for c in clusters.split(",") if c.strip()] or None)
+        targets = [c.strip() for c in clusters.split(",") if c.strip()] or None
+        flows = select_flows(loaded, targets)
+        heartbeat_flows = heartbeat_flows_for(loaded, targets)
         notes = check_supported(flows)
     except ConfigError as exc:
         err.print(f"[red]{config}:[/red] {exc}", highlight=False)
@@ -88,19 +92,21 @@ def driver(
     except JvmSetupError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
-    printer = _StatusPrinter(status_every)
     try:
-        Driver(flows, spark, work_dir.resolve()).run(stop, on_tick=printer)
+        mirror = Driver(flows, spark, work_dir.resolve(), heartbeat_flows)
+        mirror.run(stop, on_tick=_StatusPrinter(status_every, mirror.heartbeat_statuses))
     finally:
         spark.stop()
     out.print("driver stopped")
 
 
 class _StatusPrinter:
-    """One line per flow every `every` seconds: state, volume, rate and reason."""
+    """One line per flow every `every` seconds: state, volume, rate and reason;
+    then one line on the heartbeats the driver emits."""
 
-    def __init__(self, every: float) -> None:
+    def __init__(self, every: float, heartbeats: Callable[[], list[HeartbeatStatus]]) -> None:
         self._every = every
+        self._heartbeats = heartbeats
         self._next = time.monotonic() + every
         self._last_records: dict[str, tuple[float, int]] = {}
 
@@ -128,6 +134,9 @@ class _StatusPrinter:
                 highlight=False,
                 soft_wrap=True,  # one line per flow, however narrow the output
             )
+        beats = self._heartbeats()
+        if beats:
+            out.print(f"heartbeats: {', '.join(map(str, beats))}", highlight=False, soft_wrap=True)
 
 
 def _losses(status: FlowStatus) -> str:

@@ -207,9 +207,9 @@ class FlowConfig:
 
         `side` is the cluster the client talks to (`source` or `target`),
         `client` its type. The roles: source consumer (reads records), source
-        admin, source producer (offset syncs, heartbeats written to the
-        source), target producer (writes records), target admin, target
-        consumer (reads internal topics). Raises `ConfigError` if this
+        admin, source producer (offset syncs), target producer (writes
+        records and heartbeats), target admin, target consumer (reads
+        internal topics). Raises `ConfigError` if this
         flow's clients could not be translated (only possible for flows that
         are neither enabled nor emitting heartbeats, which loading does not
         check).

@@ -104,7 +104,9 @@ class _StatusPrinter:
     """One line per flow every `every` seconds: state, volume, rate and reason;
     then one line on the heartbeats the driver emits."""
 
-    def __init__(self, every: float, heartbeats: Callable[[], list[HeartbeatStatus]]) -> None:
+    def __init__(
+        self, every: float, heartbeats: Callable[[], list[HeartbeatStatus]] = list
+    ) -> None:
         self._every = every
         self._heartbeats = heartbeats
         self._next = time.monotonic() + every

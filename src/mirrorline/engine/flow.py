@@ -41,6 +41,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.checkpointing import Checkpointer, CheckpointStats
 from mirrorline.control.offset_runs import RunLog
+from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
@@ -198,6 +199,7 @@ class FlowRunner:
             consumer_settings=target["consumer"],
             replication_factor=int(flow.value("replication.factor")),
         )
+        self.remote_topics = RemoteTopicPublisher(flow)
         self.translation = TranslationStore()
         self._translation_load_ms: int | None = None
         checkpoints = flow.interval("emit.checkpoints")
@@ -292,7 +294,7 @@ class FlowRunner:
             # after its timeout (the status already says why); they run on its return.
             reachable = not self.health.unreachable()
             if reachable and self._refresh.take(now):
-                self._guard("topic refresh", self.topics.refresh)
+                self._guard("topic refresh", self._refresh_topics)
             if reachable and self._config_sync.take(now):
                 self._guard("topic config sync", self.topics.sync_configs)
             self._check_query()
@@ -312,6 +314,7 @@ class FlowRunner:
         self.leadership.close()  # after the query: the next leader starts once this one stopped
         self.progress.close()
         self.runs.close()
+        self.remote_topics.close()
         if self.checkpointer is not None:
             self.checkpointer.close()
         self.syncs.close()

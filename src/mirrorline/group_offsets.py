@@ -15,10 +15,16 @@ group's offsets on a target cluster. Two rules protect the group's consumers:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -60,41 +66,72 @@ class ActiveGroupError(KafkaOperationError):
     """The group has active members on the cluster; its offsets are theirs to commit."""
 
 
-def describe_group(admin: AdminClient, group: str, timeout: float = 30.0) -> GroupOnCluster:
-    """The group's state, member count and committed offsets on `admin`'s cluster."""
+def describe_group(
+    admin: AdminClient,
+    group: str,
+    *,
+    consumer_settings: Mapping[str, object],
+    partitions: Iterable[TopicPartition],
+    timeout: float = 30.0,
+) -> GroupOnCluster:
+    """The group's state, member count and committed offsets of `partitions`."""
+    state, members = group_state(admin, group, timeout)
+    offsets = committed_offsets(consumer_settings, group, partitions, timeout)
+    return GroupOnCluster(group, state, members, offsets)
+
+
+def group_state(admin: AdminClient, group: str, timeout: float = 30.0) -> tuple[str, int]:
+    """The group's state as the broker names it (Empty, Stable, Dead...) and its member count."""
     try:
         description = admin.describe_consumer_groups([group], request_timeout=timeout)[
             group
         ].result(timeout)
     except KafkaException as exc:
         if exc.args[0].name() == "GROUP_ID_NOT_FOUND":  # never used on this cluster
-            return GroupOnCluster(group, "Dead", 0)
+            return "Dead", 0
         raise KafkaOperationError(
             f"cannot describe consumer group {group}: {exc.args[0].str()}"
         ) from None
     state = description.state
-    state_name = state.name.title() if isinstance(state, ConsumerGroupState) else str(state)
-    members = len(description.members or ())
-    return GroupOnCluster(group, state_name, members, committed_offsets(admin, group, timeout))
+    name = state.name.title() if isinstance(state, ConsumerGroupState) else str(state)
+    return name, len(description.members or ())
 
 
 def committed_offsets(
-    admin: AdminClient, group: str, timeout: float = 30.0
+    consumer_settings: Mapping[str, object],
+    group: str,
+    partitions: Iterable[TopicPartition],
+    timeout: float = 30.0,
 ) -> dict[TopicPartition, OffsetAndMetadata]:
-    """The group's committed offsets on `admin`'s cluster (none for an unknown group)."""
+    """The group's committed offsets of `partitions` (those without one left out).
+
+    Asked by a consumer that never joins the group (an OffsetFetch, as a
+    consumer does before it starts reading). Not by the admin client: with
+    librdkafka 2.16, its ListConsumerGroupOffsets crashes the process when the
+    group coordinator is still loading, as on a cluster that just started.
+    """
+    wanted = [KafkaTopicPartition(t, p) for t, p in sorted(set(partitions))]
+    if not wanted:
+        return {}
+    consumer = Consumer({**consumer_settings, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout
     try:
-        listed = admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
-        )[group].result(timeout)
-    except KafkaException as exc:
-        if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
-            return {}
-        raise KafkaOperationError(
-            f"cannot read the committed offsets of consumer group {group}: {exc.args[0].str()}"
-        ) from None
+        while True:
+            try:
+                found = consumer.committed(wanted, timeout=max(1.0, deadline - time.monotonic()))
+                break
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise KafkaOperationError(
+                        f"cannot read the committed offsets of consumer group {group}: "
+                        f"{exc.args[0].str()}"
+                    ) from None
+                time.sleep(0.2)  # the coordinator is loading or moving: ask again
+    finally:
+        consumer.close()
     return {
         (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
-        for tp in listed.topic_partitions or ()
+        for tp in found
         if tp.offset >= 0 and tp.error is None
     }
 
@@ -133,7 +170,7 @@ def commit_offsets(
     """
     if not offsets:
         return
-    if describe_group(admin, group, timeout).active:
+    if group_state(admin, group, timeout)[1]:
         raise ActiveGroupError(_active_message(group))
     request = ConsumerGroupTopicPartitions(
         group,

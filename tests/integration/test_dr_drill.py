@@ -8,7 +8,9 @@ exactly the records it had not read on east, compared record by record, with
 its offsets from `offsets export` + `offsets apply`, and again (after reading
 more on east) from the automatic group offset sync. Finally the group reads
 some more on west, and the west->east flow's checkpoints bring it back to east
-exactly where it stopped.
+exactly where it stopped. Along the way, Apache Kafka's own
+`RemoteClusterUtils.translateOffsets` and MM2's formatters read Mirrorline's
+checkpoints and offset syncs, and agree with Mirrorline's client.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, Producer
 
 from mirrorline.checkpoints import read_checkpoints
+from mirrorline.client import translate_offsets
 from mirrorline.kafka import KafkaOperationError, read_to_end
 from support.driving import running_driver, write_config
 from support.kafka_io import commit_offsets, committed_offsets, create_topic, unique_name
+from support.mm2_java import java_format_topic, java_translate_offsets
 from support.wait import wait_until
 
 PARTITIONS = 3
@@ -102,6 +106,7 @@ def test_a_group_fails_over_and_back_exactly(two_clusters, spark, tmp_path):
         )
         assert resumed_after - running_after <= 1 + 1  # one interval, and one tick
         expected = _checkpointed_offsets(west, group, remote)
+        _assert_mm2_reads_the_same(east, west, group, {(remote, p): o for p, o in expected.items()})
         wait_until(
             lambda: (
                 committed_offsets(west.bootstrap_servers, group, remote, PARTITIONS) == expected
@@ -246,6 +251,21 @@ def _read_group_to_end(bootstrap: str, group: str, topic: str) -> dict[int, list
     finally:
         consumer.close()
     return got
+
+
+# -- compatibility ------------------------------------------------------------------------
+
+
+def _assert_mm2_reads_the_same(east, west, group: str, checkpointed) -> None:
+    """MM2's own RemoteClusterUtils gives what Mirrorline's client gives; MM2's
+    formatters read Mirrorline's checkpoints and offset syncs without error."""
+    ours = translate_offsets({"bootstrap.servers": west.bootstrap_servers}, "east", group)
+    assert {tp: t.offset for tp, t in ours.items()} == checkpointed
+    assert java_translate_offsets(west.bootstrap_servers, "east", group) == checkpointed
+    assert java_format_topic(west.bootstrap_servers, "east.checkpoints.internal", "checkpoint")
+    assert java_format_topic(
+        east.bootstrap_servers, "mm2-offset-syncs.west.internal", "offset-sync"
+    )
 
 
 # -- the flow -----------------------------------------------------------------------------

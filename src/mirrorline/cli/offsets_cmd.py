@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -236,8 +237,8 @@ def _apply(
     allow_backwards: bool,
 ) -> _Outcome:
     _check_partitions(target, group, offsets)
-    before = target.describe(group)
     wanted = {(o.topic, o.partition): OffsetAndMetadata(o.offset, o.metadata) for o in offsets}
+    before = target.describe(group, wanted)
     plan = plan_moves(before.offsets, wanted, allow_backwards=allow_backwards)
     refused = _active_message(before, target.alias) if before.active else None
     if refused and not dry_run:
@@ -252,7 +253,7 @@ def _apply(
     except KafkaOperationError as exc:  # ActiveGroupError too: members joined meanwhile
         raise _Failure(f"{target.alias}: {exc}", EXIT_FAILED) from None
     # Read back: a consumer that joined and committed meanwhile would be missed otherwise.
-    after = target.describe(group).offsets
+    after = target.describe(group, plan.moves).offsets
     differ = []
     for (topic, partition), offset in sorted(plan.moves.items()):
         now = after.get((topic, partition))
@@ -341,9 +342,15 @@ class _Target:
         except KafkaException as exc:
             raise self._unreachable(exc) from None
 
-    def describe(self, group: str) -> GroupOnCluster:
+    def describe(self, group: str, partitions: Iterable[tuple[str, int]]) -> GroupOnCluster:
         try:
-            return describe_group(self.admin, group, self.timeout)
+            return describe_group(
+                self.admin,
+                group,
+                consumer_settings=self.consumer_settings,
+                partitions=partitions,
+                timeout=self.timeout,
+            )
         except KafkaOperationError as exc:
             raise _Failure(f"{self.alias}: {exc}", EXIT_FAILED) from None
 

@@ -149,9 +149,12 @@ class Checkpointer:
         reverse: TranslationStore | None = None
         changed: list[tuple[Checkpoint, float]] = []
         untranslated: list[str] = []
+        partitions = [
+            (t, p) for t, n in {**replicated, **self._from_target()}.items() for p in range(n)
+        ]
         for group in self._groups:
             read_at = time.monotonic()
-            offsets = committed_offsets(self._source_admin, group, _TIMEOUT_S)
+            offsets = committed_offsets(self._source_consumer, group, partitions, _TIMEOUT_S)
             for (topic, partition), committed in sorted(offsets.items()):
                 if topic in replicated:
                     name = self.flow.remote_topic(topic)
@@ -197,7 +200,13 @@ class Checkpointer:
                 )
         moved = 0
         for group, offsets in sorted(wanted.items()):
-            on_target = describe_group(self._target_admin, group, _TIMEOUT_S)
+            on_target = describe_group(
+                self._target_admin,
+                group,
+                consumer_settings=self._target_consumer,
+                partitions=offsets,
+                timeout=_TIMEOUT_S,
+            )
             if on_target.active:
                 self._skipped_active += 1
                 continue
@@ -244,6 +253,20 @@ class Checkpointer:
 
     def _came_from_target(self, topic: str) -> bool:
         return self.flow.policy.topic_source(topic) == self.flow.target
+
+    def _from_target(self) -> dict[str, int]:
+        """Remote topics on the source that came from the target: a group's way back."""
+        try:
+            topics = self._source_admin.list_topics(timeout=_TIMEOUT_S).topics
+        except KafkaException as exc:
+            raise KafkaOperationError(
+                f"cannot list the topics of {self.flow.source}: {exc.args[0].str()}"
+            ) from None
+        return {
+            name: len(meta.partitions)
+            for name, meta in topics.items()
+            if meta.error is None and self._came_from_target(name)
+        }
 
     def _reverse_store(self) -> TranslationStore:
         """The runs of the opposite flow (target->source), kept on this flow's source."""

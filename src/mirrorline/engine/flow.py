@@ -550,6 +550,15 @@ class FlowRunner:
         finally:
             consumer.close()
 
+    def _refresh_topics(self) -> None:
+        """Find and create remote topics, then publish the flow's topic pairs.
+
+        Only after a successful refresh: before it, no topic is known and the
+        published pairs would all be removed.
+        """
+        self.topics.refresh()
+        self.remote_topics.publish(self.topics.ready())
+
     def _load_translation(
         self, last_syncs: Mapping[SourcePartition, list[tuple[int, int]]]
     ) -> None:

@@ -19,7 +19,7 @@ help:
 	@echo "make test   set up everything and run the whole test suite"
 	@echo "make bench  set up everything and compare Mirrorline with MirrorMaker 2 (10-20 min)"
 	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
-	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (5-10 min)"
+	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
 
 setup: jdk python jvm

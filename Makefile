@@ -12,13 +12,14 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk python jvm demo test bench chaos lint clean
+.PHONY: help setup jdk python jvm demo test bench chaos failover-drill lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
 	@echo "make bench  set up everything and compare Mirrorline with MirrorMaker 2 (10-20 min)"
 	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
+	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
 
 setup: jdk python jvm
@@ -62,6 +63,11 @@ bench: setup
 CHAOS_ARGS ?=
 chaos: setup
 	$(BIN)/python benchmarks/chaos.py $(CHAOS_ARGS)
+
+# Full scale by default; DRILL_ARGS="--records 6000 --groups 2 --no-save" for a quick check.
+DRILL_ARGS ?=
+failover-drill: setup
+	$(BIN)/python benchmarks/failover_drill.py $(DRILL_ARGS)
 
 lint: python
 	$(BIN)/ruff check src tests

@@ -92,6 +92,9 @@ def driver(
     except JvmSetupError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
+    # PySpark installs its own SIGINT handler with the session (it cancels every job,
+    # failing the running batch): Ctrl-C must stop between batches instead.
+    signal.signal(signal.SIGINT, request_stop)
     try:
         mirror = Driver(flows, spark, work_dir.resolve(), heartbeat_flows)
         mirror.run(stop, on_tick=_StatusPrinter(status_every, mirror.heartbeat_statuses))

@@ -104,7 +104,8 @@ def test_a_group_fails_over_and_back_exactly(two_clusters, spark, tmp_path):
             f"{driver.statuses()[0].translation_runs} runs in "
             f"{driver.statuses()[0].translation_load_ms} ms"
         )
-        assert resumed_after - running_after <= 1 + 1  # one interval, and one tick
+        # Within one interval (1 s), with room for this test's own polling.
+        assert resumed_after - running_after <= 1 + 2
         expected = _checkpointed_offsets(west, group, remote)
         _assert_mm2_reads_the_same(east, west, group, {(remote, p): o for p, o in expected.items()})
         wait_until(

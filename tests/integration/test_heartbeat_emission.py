@@ -63,6 +63,7 @@ def test_enabled_and_disabled_flows_emit_heartbeats_that_flows_replicate(
         "replication.factor = 1\n"
         "offset-syncs.topic.replication.factor = 1\n"
         "heartbeats.topic.replication.factor = 1\n"
+        "checkpoints.topic.replication.factor = 1\n"
         "refresh.topics.interval.seconds = 1\n"
         # Only heartbeats match: they are replicated whatever the filter says.
         f"{e}->{w}.enabled = true\n"

@@ -117,8 +117,11 @@ def test_topic_questions_agree_with_mirror_client(two_clusters, upstream):
     from_a = {remote, f"{a}.heartbeats", f"{a}.{b}.heartbeats"}
     assert client.remote_topics(settings, a) == from_a == java_remote_topics(bootstrap, a)
     # Over all sources Mirrorline may know more (remote topics published by
-    # identity-policy flows), never less.
-    assert java_remote_topics(bootstrap) <= client.remote_topics(settings)
+    # identity-policy flows), never less. MM2 takes Mirrorline's own internal
+    # topics (`mirrorline.progress.internal`...) for remote topics of a cluster
+    # named "mirrorline": those are left out.
+    theirs = {t for t in java_remote_topics(bootstrap) if not t.startswith("mirrorline.")}
+    assert theirs <= client.remote_topics(settings)
 
 
 def test_a_cluster_that_does_not_answer_is_named():

@@ -93,7 +93,7 @@ class Checkpointer:
             flow.client_settings("target", "producer"), f"flow {flow.name}: checkpoints"
         )
         self._groups: list[str] = []
-        self._emitted: dict[CheckpointKey, Checkpoint] = {}
+        self._emitted: dict[CheckpointKey, Checkpoint] | None = None  # None: not read yet
         self._lock = threading.Lock()  # the status is read from another thread
         self._latencies_ms: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._count = 0
@@ -102,8 +102,18 @@ class Checkpointer:
         self._skipped_active = 0
         self._held_back = 0
 
-    def prepare(self) -> None:
-        """Create the checkpoints topic if needed and learn what was emitted before."""
+    def forget(self) -> None:
+        """Read the checkpoints topic again before the next round (another driver wrote it)."""
+        self._emitted = None
+
+    def _prepare(self) -> dict[CheckpointKey, Checkpoint]:
+        """Create the checkpoints topic if needed and learn what was emitted before.
+
+        Done by the first round, so that a checkpoints topic that cannot be
+        created is a problem of this loop, not of the flow's replication.
+        """
+        if self._emitted is not None:
+            return self._emitted
         ensure_topic(
             self._target_admin,
             self.topic,
@@ -112,6 +122,7 @@ class Checkpointer:
             config={"cleanup.policy": "compact"},
         )
         self._emitted = read_checkpoints(self._target_consumer, self.topic)
+        return self._emitted
 
     def refresh_groups(self) -> list[str]:
         """The source's consumer groups that the flow checkpoints."""
@@ -146,6 +157,7 @@ class Checkpointer:
         flow replicates to their partition counts; `read_until` is the flow's
         next source offset per partition.
         """
+        emitted = self._prepare()
         reverse: TranslationStore | None = None
         changed: list[tuple[Checkpoint, float]] = []
         untranslated: list[str] = []
@@ -174,15 +186,13 @@ class Checkpointer:
                 checkpoint = Checkpoint(
                     group, name, partition, committed.offset, translation.offset, committed.metadata
                 )
-                if self._emitted.get((group, name, partition)) != checkpoint:
+                if emitted.get((group, name, partition)) != checkpoint:
                     changed.append((checkpoint, read_at))
         if changed:
             self._writer.write(self.topic, ((c.key(), c.value()) for c, _ in changed), partition=0)
             acknowledged = time.monotonic()
             for checkpoint, _ in changed:
-                self._emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = (
-                    checkpoint
-                )
+                emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
             with self._lock:
                 self._latencies_ms.extend((acknowledged - read_at) * 1000 for _, read_at in changed)
             self._count += len(changed)
@@ -193,7 +203,7 @@ class Checkpointer:
         """Commit the checkpointed offsets to idle target groups; the partitions moved."""
         wanted: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         selected = set(self._groups)
-        for (group, topic, partition), checkpoint in self._emitted.items():
+        for (group, topic, partition), checkpoint in self._prepare().items():
             if group in selected:
                 wanted.setdefault(group, {})[(topic, partition)] = OffsetAndMetadata(
                     checkpoint.downstream_offset, checkpoint.metadata

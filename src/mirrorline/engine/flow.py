@@ -286,7 +286,7 @@ class FlowRunner:
                     )
                 self._load_translation(saved.last_syncs)
                 if self.checkpointer is not None:
-                    self.checkpointer.prepare()
+                    self.checkpointer.forget()
                 self._next_offsets = saved.next_offsets
                 self._provenance = self._provenance_for_policy()
                 self._prepared = True
@@ -300,11 +300,12 @@ class FlowRunner:
             self._check_query()
             if reachable and self._query is not None and self._gap_check.take(now):
                 self._guard("source gap check", lambda: self._skip_deleted(self._assigned or {}))
-            if reachable and self.checkpointer is not None:
-                self._run_checkpoint_loops(now)
             ready = self.topics.ready()
             if ready != self._assigned:
                 self._restart(ready)
+            # Once the query runs on its partitions: checkpoints translate through them.
+            if reachable and self.checkpointer is not None and self._assigned is not None:
+                self._run_checkpoint_loops(now)
         except Exception as exc:  # noqa: BLE001 - reported in the status, retried later
             self._fail(_summarise(str(exc)), now)
 

@@ -100,7 +100,8 @@ def read_to_end(
                 raise KafkaOperationError(
                     f"reading {topic} timed out at offset {position} of {end}"
                 )
-            for msg in consumer.consume(1000, timeout=0.5):
+            # A short wait: a small topic is read in one fetch, not in one timeout.
+            for msg in consumer.consume(1000, timeout=0.05):
                 if msg.error():
                     raise KafkaOperationError(f"reading {topic}: {msg.error().str()}")
                 position = msg.offset() + 1

@@ -88,10 +88,17 @@ def test_enabled_and_disabled_flows_emit_heartbeats_that_flows_replicate(
             timeout=120,
             what=f"{e}'s heartbeats replicated to {w} as {remote}",
         )
+        # Flows into the unreachable cluster fail, with the reason, and hold up nothing
+        # (a beat gives up after a few seconds: the first failure may still be coming).
+        unreachable = (f"{e}->nowhere", f"{w}->nowhere")
+        wait_until(
+            lambda: all(s.failing for s in driver.heartbeat_statuses() if s.flow in unreachable),
+            timeout=60,
+            what="the heartbeats into the unreachable cluster reported as failing",
+        )
         statuses = {s.flow: s for s in driver.heartbeat_statuses()}
-        # Flows into the unreachable cluster fail, with the reason, and hold up nothing.
-        for flow in (f"{e}->nowhere", f"{w}->nowhere"):
-            assert statuses[flow].failing and "Connection refused" in statuses[flow].error
+        for flow in unreachable:
+            assert "Connection refused" in statuses[flow].error, statuses[flow]
             assert statuses[flow].emitted == 0
         for flow in (f"{e}->{w}", f"{w}->{e}", f"nowhere->{e}", f"nowhere->{w}"):
             assert statuses[flow].emitted > 0 and not statuses[flow].failing, statuses[flow]

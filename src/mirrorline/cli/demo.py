@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import typer
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.live import Live
@@ -171,13 +171,17 @@ class _Counter:
             consumer = self._consumers[cluster.alias] = Consumer(
                 {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "mirrorline-demo"}
             )
-        meta = consumer.list_topics(topic, timeout=5).topics.get(topic)
-        if meta is None or meta.error is not None:
+        try:
+            meta = consumer.list_topics(topic, timeout=5).topics.get(topic)
+            if meta is None or meta.error is not None:
+                return None
+            return sum(
+                consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+                for p in meta.partitions
+            )
+        except KafkaException:
+            # A topic just created, or a leader moving: shown as unknown until the next look.
             return None
-        return sum(
-            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
-            for p in meta.partitions
-        )
 
 
 def _show(streams: list[_Stream], driver: subprocess.Popen[bytes], duration: float) -> None:

@@ -24,15 +24,18 @@ def read_checkpoints(
     topic: str,
     *,
     group: str | None = None,
+    missing_ok: bool = False,
     timeout: float = 60.0,
 ) -> dict[CheckpointKey, Checkpoint]:
     """The latest checkpoint per (group, topic, partition), for one group or all.
 
     Records that are not checkpoints are skipped with a warning, as MM2 does:
-    one bad record must not hide every group's offsets.
+    one bad record must not hide every group's offsets. With `missing_ok`, a
+    checkpoints topic that does not exist yet holds no checkpoints.
     """
     latest: dict[CheckpointKey, Checkpoint] = {}
-    for msg in read_to_end(consumer_settings, topic, timeout=timeout):
+    records = read_to_end(consumer_settings, topic, missing_ok=missing_ok, timeout=timeout)
+    for msg in records:
         if msg.value() is None:  # neither MM2 nor Mirrorline deletes checkpoints
             continue
         try:

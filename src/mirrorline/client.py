@@ -43,7 +43,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.config import ClientSettings, MirrorConfig, load_config
-from mirrorline.control.remote_topics import METADATA_TOPIC, read_remote_topics
+from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 
@@ -179,7 +179,7 @@ class MirrorClient:
             and self.policy.topic_source(t) is not None
             and source_alias in (None, self.policy.topic_source(t))
         }
-        published = self._published_remote_topics() if METADATA_TOPIC in topics else {}
+        published = self._published_remote_topics()
         for flow, pairs in published.items():
             # A flow's name is "<source>-><target>"; aliases cannot contain ">".
             if source_alias in (None, flow.partition("->")[0]):
@@ -198,11 +198,13 @@ class MirrorClient:
         assign them.
         """
         topic = self.policy.checkpoints_topic(source_alias)
-        if topic not in self._topics():
-            return {}
         try:
             checkpoints = read_checkpoints(
-                self._consumer_settings, topic, group=group, timeout=timeout or self.timeout
+                self._consumer_settings,
+                topic,
+                group=group,
+                missing_ok=True,
+                timeout=timeout or self.timeout,
             )
         except KafkaOperationError as exc:
             raise KafkaOperationError(f"{self.where}: {exc}") from None

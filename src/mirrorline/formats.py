@@ -18,7 +18,9 @@ start with a 16-bit format version; only version 0 exists.
 
 from __future__ import annotations
 
+import json
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 FORMAT_VERSION = 0
@@ -27,6 +29,15 @@ _MAX_STRING_BYTES = 0x7FFF
 
 class FormatError(ValueError):
     """Bytes that are not a valid record of the expected format."""
+
+
+def json_record(data: Mapping[str, object]) -> bytes:
+    """A key or value of Mirrorline's own internal topics (progress, runs, metadata).
+
+    JSON in UTF-8 with sorted keys and no spaces: equal keys are equal bytes,
+    so that compaction keeps one record per key.
+    """
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from confluent_kafka import (
     Consumer,
@@ -75,26 +76,21 @@ def describe_group(
     timeout: float = 30.0,
 ) -> GroupOnCluster:
     """The group's state, member count and committed offsets of `partitions`."""
-    state, members = group_state(admin, group, timeout)
-    offsets = committed_offsets(consumer_settings, group, partitions, timeout)
-    return GroupOnCluster(group, state, members, offsets)
-
-
-def group_state(admin: AdminClient, group: str, timeout: float = 30.0) -> tuple[str, int]:
-    """The group's state as the broker names it (Empty, Stable, Dead...) and its member count."""
     try:
         description = admin.describe_consumer_groups([group], request_timeout=timeout)[
             group
         ].result(timeout)
     except KafkaException as exc:
         if exc.args[0].name() == "GROUP_ID_NOT_FOUND":  # never used on this cluster
-            return "Dead", 0
+            return GroupOnCluster(group, "Dead", 0)
         raise KafkaOperationError(
             f"cannot describe consumer group {group}: {exc.args[0].str()}"
         ) from None
     state = description.state
     name = state.name.title() if isinstance(state, ConsumerGroupState) else str(state)
-    return name, len(description.members or ())
+    members = len(description.members or ())
+    offsets = committed_offsets(consumer_settings, group, partitions, timeout)
+    return GroupOnCluster(group, name, members, offsets)
 
 
 def committed_offsets(
@@ -165,13 +161,12 @@ def commit_offsets(
 ) -> None:
     """Commit `offsets` for `group`, which must have no active members.
 
-    Raises `ActiveGroupError` when it has some, checked just before the commit
-    (the broker also refuses a commit to a group that became active since).
+    Callers check that first (`describe_group`) to say so clearly. The broker
+    refuses a commit to a group that has members, also one that became active
+    since: that refusal raises `ActiveGroupError`.
     """
     if not offsets:
         return
-    if group_state(admin, group, timeout)[1]:
-        raise ActiveGroupError(_active_message(group))
     request = ConsumerGroupTopicPartitions(
         group,
         [KafkaTopicPartition(t, p, o.offset, o.metadata) for (t, p), o in sorted(offsets.items())],
@@ -181,23 +176,29 @@ def commit_offsets(
             group
         ].result(timeout)
     except KafkaException as exc:
-        error = exc.args[0]
-        if error.name() in {"UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"}:
-            raise ActiveGroupError(_active_message(group)) from None
-        raise KafkaOperationError(
-            f"cannot commit offsets of consumer group {group}: {error.str()}"
+        _raise_for(group, exc.args[0], "offsets")
+    for tp in result.topic_partitions or ():
+        if tp.error is not None:
+            _raise_for(
+                group, tp.error, f"offset {tp.offset} on {tp.topic} partition {tp.partition}"
+            )
+
+
+# How the broker refuses a commit from outside a group that has members.
+_GROUP_IS_ACTIVE = {
+    "UNKNOWN_MEMBER_ID",
+    "REBALANCE_IN_PROGRESS",
+    "ILLEGAL_GENERATION",
+    "STALE_MEMBER_EPOCH",
+}
+
+
+def _raise_for(group: str, error, what: str) -> NoReturn:
+    if error.name() in _GROUP_IS_ACTIVE:
+        raise ActiveGroupError(
+            f"consumer group {group} has active members on this cluster: "
+            "stop its consumers first (its offsets are theirs to commit)"
         ) from None
-    failed = [tp for tp in result.topic_partitions or () if tp.error is not None]
-    if failed:
-        tp = failed[0]
-        raise KafkaOperationError(
-            f"cannot commit offset {tp.offset} of consumer group {group} "
-            f"on {tp.topic} partition {tp.partition}: {tp.error.str()}"
-        )
-
-
-def _active_message(group: str) -> str:
-    return (
-        f"consumer group {group} has active members on this cluster: "
-        "stop its consumers first (its offsets are theirs to commit)"
-    )
+    raise KafkaOperationError(
+        f"cannot commit {what} of consumer group {group}: {error.str()}"
+    ) from None

@@ -13,6 +13,14 @@ class KafkaOperationError(RuntimeError):
     """A Kafka request failed; the message names the cluster, the object and the error."""
 
 
+# What librdkafka answers for a topic (or partition) the cluster does not have.
+_MISSING = {
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+}
+
+
 def ensure_topic(
     admin: AdminClient,
     name: str,
@@ -68,6 +76,7 @@ def read_to_end(
     partition: int = 0,
     start: int = 0,
     read_committed: bool = False,
+    missing_ok: bool = False,
     timeout: float = 60.0,
 ) -> Iterator[Message]:
     """The records of one partition from `start` to its end as of the call, in order.
@@ -75,8 +84,9 @@ def read_to_end(
     For Mirrorline's internal topics, which are read whole at start. Read
     committed, the end is the last stable offset: a transaction a killed writer
     left open ends the read where it starts instead of stalling it. A topic
-    that does not exist, or a read that outlasts `timeout`, raises
-    `KafkaOperationError`.
+    that does not exist raises `KafkaOperationError`, or reads as empty with
+    `missing_ok` (a topic nobody has written yet); so does a read that
+    outlasts `timeout`.
     """
     consumer = Consumer(
         {
@@ -91,6 +101,8 @@ def read_to_end(
         try:
             _, end = consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
         except KafkaException as exc:
+            if missing_ok and exc.args[0].code() in _MISSING:
+                return
             raise KafkaOperationError(f"cannot read {topic}: {exc.args[0].str()}") from None
         consumer.assign([TopicPartition(topic, partition, start)])
         deadline = time.monotonic() + timeout

@@ -22,11 +22,16 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, Producer
 
-from mirrorline.checkpoints import read_checkpoints
 from mirrorline.client import translate_offsets
 from mirrorline.kafka import KafkaOperationError, read_to_end
 from support.driving import running_driver, write_config
-from support.kafka_io import commit_offsets, committed_offsets, create_topic, unique_name
+from support.kafka_io import (
+    checkpoints_of,
+    commit_offsets,
+    committed_offsets,
+    create_topic,
+    unique_name,
+)
 from support.mm2_java import java_format_topic, java_translate_offsets
 from support.wait import wait_until
 
@@ -285,10 +290,8 @@ def _wait_until_replicated(bootstrap: str, remote: str, on_east) -> None:
 
 
 def _checkpointed_offsets(cluster, group: str, remote: str) -> dict[int, int]:
-    found = read_checkpoints(
-        {"bootstrap.servers": cluster.bootstrap_servers}, "east.checkpoints.internal", group=group
-    )
-    return {p: c.downstream_offset for (_, t, p), c in found.items() if t == remote}
+    found = checkpoints_of(cluster.bootstrap_servers, "east", group, remote)
+    return {p: c.downstream_offset for p, c in found.items()}
 
 
 def _wait_for_checkpoints(cluster, group, remote, on_east, read_on_east) -> None:
@@ -296,12 +299,8 @@ def _wait_for_checkpoints(cluster, group, remote, on_east, read_on_east) -> None
     upstream = _offsets_after(on_east, read_on_east)
 
     def current() -> bool:
-        found = read_checkpoints(
-            {"bootstrap.servers": cluster.bootstrap_servers},
-            "east.checkpoints.internal",
-            group=group,
-        )
-        return {p: c.upstream_offset for (_, t, p), c in found.items() if t == remote} == upstream
+        found = checkpoints_of(cluster.bootstrap_servers, "east", group, remote)
+        return {p: c.upstream_offset for p, c in found.items()} == upstream
 
     wait_until(current, timeout=60, what=f"checkpoints of {group} at {upstream}", interval=0.2)
 

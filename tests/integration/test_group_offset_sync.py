@@ -12,11 +12,10 @@ import threading
 
 from confluent_kafka import Consumer
 
-from mirrorline.checkpoints import read_checkpoints
-from mirrorline.kafka import KafkaOperationError
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
+    checkpoints_of,
     commit_offsets,
     committed_offsets,
     create_topic,
@@ -145,12 +144,5 @@ class _ActiveMember:
 
 
 def _checkpointed(cluster, group: str, remote: str) -> dict[int, int]:
-    try:
-        found = read_checkpoints(
-            {"bootstrap.servers": cluster.bootstrap_servers},
-            "east.checkpoints.internal",
-            group=group,
-        )
-    except KafkaOperationError:  # no checkpoints topic yet
-        return {}
-    return {p: c.upstream_offset for (_, t, p), c in found.items() if t == remote}
+    found = checkpoints_of(cluster.bootstrap_servers, "east", group, remote)
+    return {p: c.upstream_offset for p, c in found.items()}

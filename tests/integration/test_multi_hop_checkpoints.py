@@ -8,12 +8,11 @@ group on central then reads exactly the records it had not read on east.
 
 from __future__ import annotations
 
-from mirrorline.checkpoints import read_checkpoints
 from mirrorline.client import translate_offsets
-from mirrorline.kafka import KafkaOperationError
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
+    checkpoints_of,
     commit_offsets,
     consume,
     create_topic,
@@ -71,18 +70,7 @@ def test_a_group_is_translated_across_two_hops(three_clusters, spark, tmp_path):
         assert len(unread) == len(expected[p])
 
 
-def _checkpoints(cluster, source: str, group: str, topic: str):
-    try:
-        found = read_checkpoints(
-            {"bootstrap.servers": cluster.bootstrap_servers},
-            f"{source}.checkpoints.internal",
-            group=group,
-        )
-    except KafkaOperationError:  # no checkpoints topic yet
-        return {}
-    return {p: c for (_, t, p), c in found.items() if t == topic}
-
-
 def _checkpointed(cluster, source: str, group: str, topic: str) -> dict[int, int]:
     """The group's offsets on `source` that the checkpoints on `cluster` carry."""
-    return {p: c.upstream_offset for p, c in _checkpoints(cluster, source, group, topic).items()}
+    found = checkpoints_of(cluster.bootstrap_servers, source, group, topic)
+    return {p: c.upstream_offset for p, c in found.items()}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.checkpoints import read_checkpoints
 from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ensure_topic
 
@@ -258,3 +259,18 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
         return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
     finally:
         consumer.close()
+
+
+def checkpoints_of(bootstrap: str, source_alias: str, group: str, topic: str) -> dict:
+    """`group`'s latest checkpoints for `topic` (its name on this cluster), by partition.
+
+    Read from `<source_alias>.checkpoints.internal`; empty while that topic
+    does not exist yet.
+    """
+    found = read_checkpoints(
+        {"bootstrap.servers": bootstrap},
+        f"{source_alias}.checkpoints.internal",
+        group=group,
+        missing_ok=True,
+    )
+    return {p: c for (_, t, p), c in found.items() if t == topic}

@@ -281,12 +281,8 @@ class Checkpointer:
     def _reverse_store(self) -> TranslationStore:
         """The runs of the opposite flow (target->source), kept on this flow's source."""
         store = TranslationStore()
-        try:
-            store.load(read_runs(self._source_consumer, f"{self.flow.target}->{self.flow.source}"))
-        except KafkaOperationError as exc:
-            log.info(
-                "flow %s: no runs of the opposite flow to translate back: %s", self.flow.name, exc
-            )
+        opposite = f"{self.flow.target}->{self.flow.source}"
+        store.load(read_runs(self._source_consumer, opposite, missing_ok=True))
         return store
 
 

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.control.translation import Changes, Run, SourcePartition
+from mirrorline.formats import json_record
 from mirrorline.kafka import AckedWriter, ensure_topic, read_to_end
 
 log = logging.getLogger(__name__)
@@ -91,15 +92,20 @@ class RunLog:
 
 
 def read_runs(
-    consumer_settings: Mapping[str, object], flow: str, *, timeout: float = 60.0
+    consumer_settings: Mapping[str, object],
+    flow: str,
+    *,
+    missing_ok: bool = False,
+    timeout: float = 60.0,
 ) -> list[tuple[SourcePartition, Run]]:
     """The runs of `flow` kept on the cluster that `consumer_settings` reach.
 
     The latest record of each run, in the order they were written, which is the
-    order `TranslationStore.load` expects.
+    order `TranslationStore.load` expects. With `missing_ok`, a cluster without
+    a runs topic has no runs.
     """
     runs: dict[tuple[SourcePartition, int], tuple[int, Run]] = {}
-    for msg in read_to_end(consumer_settings, RUNS_TOPIC, timeout=timeout):
+    for msg in read_to_end(consumer_settings, RUNS_TOPIC, missing_ok=missing_ok, timeout=timeout):
         try:
             key = json.loads(msg.key())
             if key["flow"] != flow:
@@ -121,21 +127,15 @@ def read_runs(
 
 def _key(flow: str, partition: SourcePartition, start: int) -> bytes:
     topic, number = partition
-    return json.dumps(
-        {"flow": flow, "partition": number, "run": start, "topic": topic},
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode()
+    return json_record({"flow": flow, "partition": number, "run": start, "topic": topic})
 
 
 def _value(run: Run) -> bytes:
-    return json.dumps(
+    return json_record(
         {
             "downstream": run.downstream,
             "records": run.records,
             "upstream": run.upstream,
             "version": FORMAT_VERSION,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode()
+        }
+    )

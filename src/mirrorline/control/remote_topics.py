@@ -32,10 +32,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import FlowConfig
+from mirrorline.formats import json_record
 from mirrorline.kafka import AckedWriter, KafkaOperationError, ensure_topic, read_to_end
 
 log = logging.getLogger(__name__)
@@ -66,11 +67,11 @@ def metadata_changes(published: Mapping[str, str], wanted: Mapping[str, str]) ->
 
 
 def metadata_key(flow: str, topic: str) -> bytes:
-    return _json({"flow": flow, "topic": topic, "version": FORMAT_VERSION})
+    return json_record({"flow": flow, "topic": topic, "version": FORMAT_VERSION})
 
 
 def metadata_value(source: str, target: str, topic: str, remote_topic: str, now_ms: int) -> bytes:
-    return _json(
+    return json_record(
         {
             "remote_topic": remote_topic,
             "source": source,
@@ -200,8 +201,6 @@ def read_remote_topics(
     the answer is then empty. A cluster that does not answer raises
     `KafkaOperationError`.
     """
-    if not _exists(consumer_settings, topic, timeout):
-        return {}
     return _read(consumer_settings, topic, timeout)
 
 
@@ -209,7 +208,7 @@ def _read(
     consumer_settings: Mapping[str, object], topic: str, timeout: float
 ) -> dict[str, dict[str, str]]:
     flows: dict[str, dict[str, str]] = {}
-    for msg in read_to_end(consumer_settings, topic, timeout=timeout):
+    for msg in read_to_end(consumer_settings, topic, missing_ok=True, timeout=timeout):
         entry = decode_metadata(msg.key(), msg.value())
         if entry is None:
             continue
@@ -220,23 +219,3 @@ def _read(
         else:
             pairs[source_topic] = remote
     return {flow: pairs for flow, pairs in flows.items() if pairs}
-
-
-def _exists(consumer_settings: Mapping[str, object], topic: str, timeout: float) -> bool:
-    consumer = Consumer(
-        {**consumer_settings, "group.id": "mirrorline-metadata", "allow.auto.create.topics": False}
-    )
-    try:
-        found = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
-    except KafkaException as exc:
-        servers = consumer_settings.get("bootstrap.servers", "?")
-        raise KafkaOperationError(
-            f"cannot read {topic}: the cluster at {servers} does not answer: {exc.args[0].str()}"
-        ) from None
-    finally:
-        consumer.close()
-    return found is not None and found.error is None
-
-
-def _json(data: Mapping[str, object]) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.formats import json_record
 from mirrorline.kafka import AckedWriter, ensure_topic, read_to_end
 
 PROGRESS_TOPIC = "mirrorline.progress.internal"
@@ -64,7 +65,7 @@ def progress_record(
     syncs = [[u, d] for u, d in syncs]
     if syncs:
         value["syncs"] = syncs
-    return _key(flow, topic, partition), json.dumps(value, sort_keys=True).encode()
+    return _key(flow, topic, partition), json_record(value)
 
 
 def driver_transactional_id(flow: str) -> str:
@@ -154,11 +155,7 @@ class ProgressStore:
 
 
 def _key(flow: str, topic: str, partition: int) -> bytes:
-    return json.dumps(
-        {"flow": flow, "partition": partition, "topic": topic},
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode()
+    return json_record({"flow": flow, "partition": partition, "topic": topic})
 
 
 def _decode(key: bytes | None, value: bytes | None):

@@ -44,6 +44,7 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.control.translation import TranslationStore
+from mirrorline.engine.batch_writer import write_batch
 from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
 from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.leadership import FlowLeadership
@@ -51,13 +52,7 @@ from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SourcePartition
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.transactional import position_group
-from mirrorline.engine.writer import (
-    RESULT_DDL,
-    ExactlyOnceSpec,
-    WriteSpec,
-    batch_size_within,
-    write_batches,
-)
+from mirrorline.engine.writer import ExactlyOnceSpec, WriteSpec, batch_size_within
 from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ensure_topic
 
@@ -448,19 +443,17 @@ class FlowRunner:
             size_limits=limits,
             producer_settings=batch_size_within(spec.producer_settings, limits),
         )
-        rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
+        rows = write_batch(frame, spec)
         if not rows:
             return
         if self._emit_syncs:
             self.syncs.publish(
-                OffsetSync(r.topic, r.partition, s.upstream, s.downstream)
+                OffsetSync(r.topic, r.partition, upstream, downstream)
                 for r in rows
-                for s in r.syncs
+                for upstream, downstream in r.syncs
             )
         for r in rows:
-            self.translation.add_syncs(
-                (r.topic, r.partition), ((s.upstream, s.downstream) for s in r.syncs)
-            )
+            self.translation.add_syncs((r.topic, r.partition), r.syncs)
         # Before the progress: runs are never behind it (a replay cuts what is ahead).
         self.runs.persist(self.translation.drain_changes())
         advanced: dict[SourcePartition, int] = {}

@@ -173,6 +173,11 @@ class StandaloneCluster:
         """The work directories of `app_id`'s executors (their output, the jars they fetched)."""
         return sorted(d for d in self.directory.glob(f"worker-*/{app_id}/*") if d.is_dir())
 
+    def daemon_pids(self) -> dict[str, int]:
+        """The master's and each worker's JVM by name ("master", "worker-1", ...); a
+        worker's executors, and their Python workers, are its descendants."""
+        return {d.name: d.popen.pid for d in self._daemons}
+
     def pids(self) -> list[int]:
         """Every live process the cluster started (daemons, executors, Python workers)."""
 

@@ -376,6 +376,8 @@ class FlowRunner:
             return
         self._guard("source gap check", lambda: self._skip_deleted(ready))
         starting = self._starting_offsets(ready)
+        # Only this process writes there, even on a cluster: the query is stateless,
+        # so executors keep no state store in it (see `engine.session`).
         self._checkpoint = (
             self._work_dir / "checkpoints" / self.flow.name.replace(">", "") / uuid.uuid4().hex
         )

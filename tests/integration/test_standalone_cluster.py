@@ -50,7 +50,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory):
     )
     with cluster:
         yield cluster
-    assert cluster.pids() == []
+    assert cluster.processes() == [], "processes of the Spark cluster outlived its stop()"
 
 
 def test_driver_replicates_through_executors_on_both_workers(

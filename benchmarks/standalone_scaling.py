@@ -147,10 +147,10 @@ def measure(
                 now = time.monotonic()
                 total = sum(target.end_offsets(remote).values())
                 if first is None and total > 0:
-                    first = now
+                    first, first_mark = now, load.mark()
                     say(f"  first records on {TARGET} after {now - proc.started:.1f}s")
                 if total >= args.records:
-                    done = now
+                    done, done_mark = now, load.mark()
                 proc.check()
                 if now - proc.started > args.timeout:
                     raise BenchmarkError(
@@ -168,6 +168,9 @@ def measure(
             load.stop()
             target.close()
     transfer = max(done - first, POLL_S)
+    # Everything the machine did while records moved (brokers and driver included): a
+    # value near the core count means more executor cores had no CPU left to use.
+    busy = (done_mark[1] - first_mark[1]) / max(done_mark[0] - first_mark[0], POLL_S)
     result = {
         "layout": name,
         "workers": workers,
@@ -178,13 +181,15 @@ def measure(
         "records_per_s": round(args.records / transfer, 1),
         "cpu_s_driver": round(driver_cpu, 1),
         "cpu_s_workers_and_executors": round(executors_cpu, 1),
+        "machine_busy_cores_in_transfer": round(busy, 2),
         "other_cpu_cores": other,
         "graceful_stop": stopped.graceful,
     }
     say(
         f"  {name}: {result['records_per_s']:,.0f} records/s (transfer {result['transfer_s']}s, "
         f"startup {result['startup_s']}s; CPU s: driver {result['cpu_s_driver']}, "
-        f"workers+executors {result['cpu_s_workers_and_executors']})"
+        f"workers+executors {result['cpu_s_workers_and_executors']}; machine busy "
+        f"{result['machine_busy_cores_in_transfer']} cores in transfer)"
     )
     return result
 
@@ -220,15 +225,15 @@ def main(argv: list[str]) -> int:
     print(f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions")
     print(
         "| layout | executor cores | records/s | vs first | transfer s | startup s "
-        "| CPU s driver | CPU s workers | other load (cores) |"
+        "| CPU s driver | CPU s workers | machine busy in transfer (cores) | other load (cores) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['layout']} | {r['executor_cores']} | {r['records_per_s']:,.0f} | "
             f"{r['records_per_s'] / base:.2f}x | {r['transfer_s']} | {r['startup_s']} | "
             f"{r['cpu_s_driver']} | {r['cpu_s_workers_and_executors']} | "
-            f"{r['other_cpu_cores']} |"
+            f"{r['machine_busy_cores_in_transfer']} | {r['other_cpu_cores']} |"
         )
     if not args.no_save:
         now = dt.datetime.now()

@@ -44,15 +44,15 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.control.translation import TranslationStore
-from mirrorline.engine.batch_writer import write_batch
+from mirrorline.engine.batch_writer import WriteSpec, write_batch
 from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
 from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.leadership import FlowLeadership
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SourcePartition
 from mirrorline.engine.provenance import Provenance
-from mirrorline.engine.transactional import position_group
-from mirrorline.engine.writer import ExactlyOnceSpec, WriteSpec, batch_size_within
+from mirrorline.engine.sync_points import sync_points_of_runs
+from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
 from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ensure_topic
 
@@ -271,15 +271,20 @@ class FlowRunner:
                 if self._dead_letter_topic:
                     self._ensure_dead_letter_topic()
                 saved = self.progress.load_state()
+                lag_max = int(self.flow.value("offset.lag.max"))
+                last_syncs = {
+                    tp: sync_points_of_runs(runs, lag_max)
+                    for tp, runs in saved.last_runs.items()
+                }
                 if self._emit_syncs:
                     # Syncs of the last exactly-once batches, in case their driver
                     # died before publishing them (publishing twice is harmless).
                     self.syncs.publish(
                         OffsetSync(t, p, u, d)
-                        for (t, p), syncs in saved.last_syncs.items()
+                        for (t, p), syncs in last_syncs.items()
                         for u, d in syncs
                     )
-                self._load_translation(saved.last_syncs)
+                self._load_translation(last_syncs)
                 if self.checkpointer is not None:
                     self.checkpointer.forget()
                 self._next_offsets = saved.next_offsets
@@ -381,7 +386,7 @@ class FlowRunner:
         )
         spec = WriteSpec(
             flow=self.flow.name,
-            producer_settings=dict(self.flow.client_settings("target", "producer")),
+            producer_settings=dict(self.flow.java_client_settings("target", "producer")),
             remote_topics={t: self.flow.remote_topic(t) for t in ready},
             offset_lag_max=int(self.flow.value("offset.lag.max")),
             provenance=self._provenance,
@@ -437,12 +442,7 @@ class FlowRunner:
     def _write_batch(self, spec: WriteSpec, frame, batch_id: int) -> None:
         started = time.monotonic()
         # The target topics' size limits as last seen: they can change at any time.
-        limits = self.topics.size_limits()
-        spec = dataclasses.replace(
-            spec,
-            size_limits=limits,
-            producer_settings=batch_size_within(spec.producer_settings, limits),
-        )
+        spec = dataclasses.replace(spec, size_limits=self.topics.size_limits())
         rows = write_batch(frame, spec)
         if not rows:
             return
@@ -606,7 +606,7 @@ class FlowRunner:
         return ExactlyOnceSpec(
             progress_topic=PROGRESS_TOPIC,
             position_group=position_group(self.flow.name),
-            consumer_settings=dict(self.flow.client_settings("target", "consumer")),
+            consumer_settings=dict(self.flow.java_client_settings("target", "consumer")),
         )
 
     def _ensure_dead_letter_topic(self) -> None:

@@ -17,9 +17,11 @@ Record format, version 1 (JSON, UTF-8):
 - key: ``{"flow": "east->west", "partition": 0, "topic": "orders"}`` (sorted keys,
   no spaces, so that compaction keeps one record per flow and partition);
 - value: ``{"next_offset": 1234, "updated_ms": 1700000000000, "version": 1}``,
-  with, when written by an exactly-once task, ``"syncs": [[upstream, downstream],
-  ...]``: the offset syncs of the batch it completes. The driver publishes those
-  syncs after the batch; if it dies before, the next driver publishes them from here.
+  with, when written by an exactly-once task, ``"runs": [[source start, target
+  start, records], ...]``: the exact offset mapping of the batch it completes,
+  from which the offset syncs are chosen (`sync_points`). The driver publishes
+  those syncs after the batch; if it dies before, the next driver publishes them
+  from here.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.engine.sync_points import Run
 from mirrorline.formats import json_record
 from mirrorline.kafka import AckedWriter, ensure_topic, read_to_end
 
@@ -45,8 +48,8 @@ class SavedProgress:
     """What the progress topic says about one flow."""
 
     next_offsets: dict[SourcePartition, int] = field(default_factory=dict)
-    # The offset syncs stored with each partition's latest progress (exactly-once mode).
-    last_syncs: dict[SourcePartition, list[tuple[int, int]]] = field(default_factory=dict)
+    # The offset mapping stored with each partition's latest progress (exactly-once mode).
+    last_runs: dict[SourcePartition, list[Run]] = field(default_factory=dict)
 
 
 def progress_record(
@@ -54,7 +57,7 @@ def progress_record(
     topic: str,
     partition: int,
     next_offset: int,
-    syncs: Iterable[tuple[int, int]] = (),
+    runs: Iterable[Run] = (),
 ) -> tuple[bytes, bytes]:
     """The (key, value) of one progress entry, in format version 1."""
     value: dict[str, object] = {
@@ -62,9 +65,9 @@ def progress_record(
         "updated_ms": int(time.time() * 1000),
         "version": FORMAT_VERSION,
     }
-    syncs = [[u, d] for u, d in syncs]
-    if syncs:
-        value["syncs"] = syncs
+    mapping = [list(run) for run in runs]
+    if mapping:
+        value["runs"] = mapping
     return _key(flow, topic, partition), json_record(value)
 
 
@@ -131,11 +134,11 @@ class ProgressStore:
             _, source_partition, value = entry
             if value is None:
                 saved.next_offsets.pop(source_partition, None)
-                saved.last_syncs.pop(source_partition, None)
+                saved.last_runs.pop(source_partition, None)
             else:
                 saved.next_offsets[source_partition] = int(value["next_offset"])
-                saved.last_syncs[source_partition] = [
-                    (int(u), int(d)) for u, d in value.get("syncs", ())
+                saved.last_runs[source_partition] = [
+                    (int(s), int(t), int(n)) for s, t, n in value.get("runs", ())
                 ]
         return saved
 

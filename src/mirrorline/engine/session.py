@@ -18,19 +18,27 @@ from mirrorline import jvm
 
 DEFAULT_MASTER = "local[*]"
 
-# Conservative for a 2-core / 24 GiB machine: the driver only plans micro-batches and
-# runs control loops; records are moved by Python workers with their own memory.
+# Conservative for a 2-core / 24 GiB machine: the driver plans micro-batches and runs
+# control loops; in local mode its JVM also runs the tasks that move the records.
 DEFAULT_CONF: Mapping[str, str] = {
     "spark.driver.memory": "2g",
     "spark.executor.memory": "2g",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Mirrorline keeps its own progress in Kafka; a lost temporary checkpoint is fine.
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
 }
+
+
+def executor_jars() -> list[Path]:
+    """Every jar Mirrorline adds to Spark: the Kafka connector and Mirrorline's writer.
+
+    Given as `spark.jars`, so the driver serves them to every executor: nothing
+    needs to be installed on a cluster's machines beforehand.
+    """
+    return [*connector_jars(), *jvm.jars("mirrorline-writer")]
 
 
 def connector_jars() -> list[Path]:
@@ -69,7 +77,7 @@ def build_spark_session(
     java_options = f"-Dlog4j2.configurationFile=file:{log_config} -Xss16m"
     settings["spark.driver.extraJavaOptions"] = java_options
     settings["spark.executor.extraJavaOptions"] = java_options
-    settings["spark.jars"] = ",".join(str(j) for j in connector_jars())
+    settings["spark.jars"] = ",".join(str(j) for j in executor_jars())
     settings.update(conf or {})
 
     builder = SparkSession.builder.appName(app_name).master(

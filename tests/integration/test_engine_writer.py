@@ -43,7 +43,7 @@ def _replicate_once(spark, source: str, target: str, topic: str, remote: str):
     summaries = []
 
     def each_batch(df, _batch_id):
-        summaries.extend(write_batch(df, spec))
+        summaries.extend(write_batch(df, spec, "test-writer"))
 
     query = (
         spark.readStream.format("kafka")

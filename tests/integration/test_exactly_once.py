@@ -43,7 +43,7 @@ def _write_range(spark, east, topic: str, spec: WriteSpec, ending: dict[int, int
         .option("includeHeaders", "true")
         .load()
     )
-    return {r.partition: r for r in write_batch(frame, spec)}
+    return {r.partition: r for r in write_batch(frame, spec, "test-exactly-once")}
 
 
 def _values(bootstrap: str, topic: str, expected: int) -> dict[int, list[bytes]]:

@@ -115,11 +115,20 @@ class PartitionResult:
         return self.topic, self.partition
 
 
-def write_batch(frame, spec: WriteSpec) -> list[PartitionResult]:
-    """Write the batch's records on the executors; one result per (task, source partition)."""
+def write_batch(frame, spec: WriteSpec, job_group: str) -> list[PartitionResult]:
+    """Write the batch's records on the executors; one result per (task, source partition).
+
+    The batch's Spark job runs in `job_group`: `cancel_batch(spark, job_group)`
+    stops its tasks at once, for a batch the driver abandons.
+    """
     jvm = frame.sparkSession.sparkContext._jvm
-    answer = getattr(jvm, WRITER_CLASS).write(frame._jdf, spec.to_json())
+    answer = getattr(jvm, WRITER_CLASS).write(frame._jdf, spec.to_json(), job_group)
     return [_result(row, spec.offset_lag_max) for row in json.loads(answer)]
+
+
+def cancel_batch(spark, job_group: str) -> None:
+    """Cancel a running batch's tasks; they drop whatever their producers still hold."""
+    spark.sparkContext.cancelJobGroup(job_group)
 
 
 def producer_settings(

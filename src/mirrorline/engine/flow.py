@@ -44,7 +44,7 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.control.translation import TranslationStore
-from mirrorline.engine.batch_writer import WriteSpec, write_batch
+from mirrorline.engine.batch_writer import WriteSpec, cancel_batch, write_batch
 from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
 from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.leadership import FlowLeadership
@@ -240,6 +240,8 @@ class FlowRunner:
         # Set when the flow failed while a cluster did not answer: retried on its return.
         self._failed_in_outage = False
         self._gap_check = _Due(GAP_CHECK_S)
+        # The Spark job group of the flow's batches (see `batch_writer.cancel_batch`).
+        self._job_group = f"mirrorline {flow.name} {uuid.uuid4().hex[:8]}"
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -443,7 +445,7 @@ class FlowRunner:
         started = time.monotonic()
         # The target topics' size limits as last seen: they can change at any time.
         spec = dataclasses.replace(spec, size_limits=self.topics.size_limits())
-        rows = write_batch(frame, spec)
+        rows = write_batch(frame, spec, self._job_group)
         if not rows:
             return
         if self._emit_syncs:
@@ -657,6 +659,7 @@ class FlowRunner:
                     self.flow.name,
                     self.DRAIN_S,
                 )
+                cancel_batch(self._spark, self._job_group)
             try:
                 query.stop()
             except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver

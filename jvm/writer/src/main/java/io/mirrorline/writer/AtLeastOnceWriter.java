@@ -46,6 +46,7 @@ final class AtLeastOnceWriter {
     PartitionLogs logs = new PartitionLogs();
     ConcurrentLinkedQueue<Failed> failed = new ConcurrentLinkedQueue<>();
     List<Failed> refused = new ArrayList<>();
+    Deliveries deliveries = new Deliveries();
     try {
       while (rows.hasNext()) {
         SourceRecord record = columns.read(rows.next());
@@ -64,16 +65,16 @@ final class AtLeastOnceWriter {
           continue;
         }
         int index = log.noteSent(record);
-        producer.send(copies.copy(record, remote, headers), (metadata, error) -> {
+        producer.send(copies.copy(record, remote, headers), deliveries.track((metadata, error) -> {
           if (error == null) {
             log.delivered(index, metadata.offset());
           } else {
             log.refusedAt(index);
             failed.add(new Failed(record, Refusal.of(record, remote, error), Refusal.isRefusal(error)));
           }
-        });
+        }));
       }
-      producer.flush();
+      deliveries.awaitAll();
       for (Failed f : failed) {
         if (!(f.isRefusal && spec.tolerateRefusals)) {
           throw new DeliveryFailed("flow " + spec.flow + ": " + f.refusal.describe()
@@ -81,7 +82,7 @@ final class AtLeastOnceWriter {
         }
         refused.add(f);
       }
-      deadLetter(producer, refused, logs);
+      deadLetter(producer, refused, logs, deliveries);
     } catch (RuntimeException | Error e) {
       ProducerPool.discard(producer); // it may be in a bad state: the next task starts afresh
       throw e;
@@ -92,24 +93,25 @@ final class AtLeastOnceWriter {
 
   /** Count the refused records and write them to the dead-letter topic, if there is one. */
   private void deadLetter(
-      KafkaProducer<byte[], byte[]> producer, List<Failed> refused, PartitionLogs logs) {
+      KafkaProducer<byte[], byte[]> producer, List<Failed> refused, PartitionLogs logs,
+      Deliveries deliveries) {
     ConcurrentLinkedQueue<Exception> errors = new ConcurrentLinkedQueue<>();
     for (Failed f : refused) {
       PartitionLog log = logs.of(f.record);
       log.refusals.add(f.refusal);
       if (spec.deadLetterTopic != null) {
-        producer.send(copies.deadLetter(f.record, f.refusal), (metadata, error) -> {
+        producer.send(copies.deadLetter(f.record, f.refusal), deliveries.track((metadata, error) -> {
           if (error != null) {
             errors.add(error);
           }
-        });
+        }));
         log.deadLettered++;
       }
     }
     if (spec.deadLetterTopic == null || refused.isEmpty()) {
       return;
     }
-    producer.flush();
+    deliveries.awaitAll();
     Exception error = errors.peek();
     if (error != null) {
       throw new DeliveryFailed("flow " + spec.flow + ": dead-letter topic " + spec.deadLetterTopic

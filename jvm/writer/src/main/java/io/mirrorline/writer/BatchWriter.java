@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
+import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -28,13 +29,25 @@ import org.apache.spark.sql.catalyst.InternalRow;
 public final class BatchWriter {
   private BatchWriter() {}
 
-  public static String write(Dataset<Row> batch, String specJson) {
+  /**
+   * Write the batch; its Spark job runs in {@code jobGroup}, so that the driver can
+   * cancel a batch it abandons (a target that stopped answering) and free the
+   * executors at once: cancelling interrupts the tasks, which then drop what their
+   * producers still hold (see {@link Deliveries}).
+   */
+  public static String write(Dataset<Row> batch, String specJson, String jobGroup) {
     WriteSpec spec = WriteSpec.parse(specJson);
     SourceRecord.Columns columns = new SourceRecord.Columns(batch.schema());
-    List<String> rows = batch.queryExecution().toRdd().toJavaRDD()
-        .mapPartitions(new Task(spec, columns))
-        .collect();
-    return "[" + String.join(",", rows) + "]";
+    SparkContext context = batch.sparkSession().sparkContext();
+    context.setJobGroup(jobGroup, "mirrorline " + spec.flow, true);
+    try {
+      List<String> rows = batch.queryExecution().toRdd().toJavaRDD()
+          .mapPartitions(new Task(spec, columns))
+          .collect();
+      return "[" + String.join(",", rows) + "]";
+    } finally {
+      context.clearJobGroup();
+    }
   }
 
   /** What one Spark task runs over its rows. */

@@ -158,6 +158,7 @@ final class ExactlyOnceWriter {
       producer.beginTransaction();
       ConcurrentLinkedQueue<Object[]> failures = new ConcurrentLinkedQueue<>();
       ConcurrentLinkedQueue<Exception> deadLetterErrors = new ConcurrentLinkedQueue<>();
+      Deliveries deliveries = new Deliveries();
       for (SourceRecord record : pending) {
         Header[] headers = copies.headersToWrite(record, remote);
         if (headers == null) {
@@ -170,28 +171,28 @@ final class ExactlyOnceWriter {
         }
         if (found == null) {
           int index = log.noteSent(record);
-          producer.send(copies.copy(record, remote, headers), (metadata, error) -> {
+          producer.send(copies.copy(record, remote, headers), deliveries.track((metadata, error) -> {
             if (error == null) {
               log.delivered(index, metadata.offset());
             } else {
               log.refusedAt(index);
               failures.add(new Object[] {record, error});
             }
-          });
+          }));
         } else {
           copies.refusedOrRaise(found);
           log.refusals.add(found);
           if (spec.deadLetterTopic != null) {
-            producer.send(copies.deadLetter(record, found), (metadata, error) -> {
+            producer.send(copies.deadLetter(record, found), deliveries.track((metadata, error) -> {
               if (error != null) {
                 deadLetterErrors.add(error);
               }
-            });
+            }));
             log.deadLettered++;
           }
         }
       }
-      producer.flush();
+      deliveries.awaitAll();
       if (!failures.isEmpty()) {
         noteRefusals(failures, reused);
         producer.abortTransaction();

@@ -51,7 +51,24 @@ final class Refusal {
 
   static Refusal of(SourceRecord record, String targetTopic, Exception error) {
     return new Refusal(record.topic, record.partition, record.offset, targetTopic,
-        Errors.forException(error).name(), String.valueOf(error.getMessage()));
+        Errors.forException(error).name(), what(error) + ": " + error.getMessage());
+  }
+
+  /** The kind of refusal in a few words, for statuses and the dead-letter header. */
+  private static String what(Exception error) {
+    if (error instanceof RecordTooLargeException || error instanceof RecordBatchTooLargeException) {
+      return "record too large for the topic";
+    }
+    if (error instanceof InvalidTimestampException) {
+      return "timestamp refused by the topic";
+    }
+    if (error instanceof PolicyViolationException) {
+      return "refused by a broker policy";
+    }
+    if (error instanceof InvalidRecordException || error instanceof CorruptRecordException) {
+      return "invalid record";
+    }
+    return "not written";
   }
 
   String describe() {

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.transactional import position_group, transactional_id
 from mirrorline.engine.writer import RESULT_DDL, ExactlyOnceSpec, WriteSpec, write_batches
+from mirrorline.kafka import ClusterClients
 from support.driving import running_driver, write_config
 from support.kafka_io import Record, consume, create_topic, end_offsets, produce, unique_name
 from support.wait import wait_until
@@ -59,13 +60,7 @@ def _values(bootstrap: str, topic: str, expected: int) -> dict[int, list[bytes]]
 
 def _progress(west) -> ProgressStore:
     settings = {"bootstrap.servers": west.bootstrap_servers}
-    store = ProgressStore(
-        FLOW,
-        admin_settings=settings,
-        producer_settings=settings,
-        consumer_settings=settings,
-        replication_factor=1,
-    )
+    store = ProgressStore(FLOW, ClusterClients.of("west", settings), replication_factor=1)
     store.ensure_topic()
     return store
 

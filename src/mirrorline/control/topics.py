@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mirrorline.config.model import FlowConfig
+from mirrorline.engine.context import FlowContext
 
 # Short enough that an unreachable cluster delays only this flow's loop, briefly.
 _TIMEOUT_S = 10.0
@@ -51,10 +51,10 @@ class TopicProblem:
 class TopicManager:
     """The topic side of one flow: creation, partitions and configs on the target."""
 
-    def __init__(self, flow: FlowConfig, source_admin: AdminClient, target_admin: AdminClient):
-        self.flow = flow
-        self._source = source_admin
-        self._target = target_admin
+    def __init__(self, context: FlowContext) -> None:
+        self.flow = context.flow
+        self._clients = (context.source, context.target)
+        self._replication_factor = context.settings.replication_factor
         self._lock = threading.Lock()
         self._ready: dict[str, int] = {}
         # Kept apart because each loop clears only its own problems.
@@ -84,9 +84,13 @@ class TopicManager:
         with self._lock:
             return [*self._structure_problems.values(), *self._config_problems.values()]
 
-    def close(self) -> None:
-        """Release the admin clients (librdkafka handles and their connections)."""
-        self._source = self._target = None
+    @property
+    def _source(self) -> AdminClient:
+        return self._clients[0].admin
+
+    @property
+    def _target(self) -> AdminClient:
+        return self._clients[1].admin
 
     def source_cluster_id(self) -> str:
         return self._source.list_topics(timeout=_TIMEOUT_S).cluster_id
@@ -150,7 +154,7 @@ class TopicManager:
         new = NewTopic(
             remote,
             num_partitions=partitions,
-            replication_factor=int(self.flow.value("replication.factor")),
+            replication_factor=self._replication_factor,
             config=configs,
         )
         try:

@@ -36,15 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
-from mirrorline.config.model import FlowConfig
 from mirrorline.control.checkpointing import Checkpointer, CheckpointStats
 from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_writer import write_batch
+from mirrorline.engine.context import FlowContext
 from mirrorline.engine.gaps import GapFinder, GapLedger, RecordGap
 from mirrorline.engine.health import ClusterHealth, ClusterVerdict
 from mirrorline.engine.leadership import FlowLeadership
@@ -58,15 +57,6 @@ from mirrorline.kafka import ensure_topic
 
 log = logging.getLogger(__name__)
 
-# Spark's Kafka source manages these itself and refuses them as options.
-_SPARK_MANAGED = {
-    "auto.offset.reset",
-    "enable.auto.commit",
-    "key.deserializer",
-    "value.deserializer",
-    "interceptor.classes",
-    "group.id",
-}
 # How often Spark looks for new records when there are none (each look lists offsets).
 TRIGGER_INTERVAL = "200 milliseconds"
 EARLIEST = -2  # Spark's symbolic offset for the start of a partition
@@ -157,54 +147,40 @@ class FlowRunner:
     RESTART_BACKOFF_S = (2.0, 5.0, 10.0, 30.0, 60.0)
     DRAIN_S = 30.0
 
-    def __init__(self, flow: FlowConfig, spark, work_dir: Path, leadership: FlowLeadership) -> None:
-        self.flow = flow
+    def __init__(
+        self, context: FlowContext, spark, work_dir: Path, leadership: FlowLeadership
+    ) -> None:
+        self.context = context
+        self.flow = flow = context.flow
         self.leadership = leadership
         self._spark = spark
         self._work_dir = work_dir
-        target = {
-            "admin": dict(flow.client_settings("target", "admin")),
-            "producer": dict(flow.client_settings("target", "producer")),
-            "consumer": dict(flow.client_settings("target", "consumer")),
-        }
-        self.topics = TopicManager(
-            flow,
-            AdminClient(dict(flow.client_settings("source", "admin"))),
-            AdminClient(target["admin"]),
-        )
+        settings = context.settings
+        intervals = settings.intervals
+        self.topics = TopicManager(context)
         self.progress = ProgressStore(
-            flow.name,
-            admin_settings=target["admin"],
-            producer_settings=target["producer"],
-            consumer_settings=target["consumer"],
-            replication_factor=int(flow.value("replication.factor")),
+            flow.name, context.target, replication_factor=settings.replication_factor
         )
-        sync_side = "source" if flow.offset_syncs_cluster == flow.source else "target"
         self.syncs = OffsetSyncPublisher(
             flow.name,
             flow.offset_syncs_topic,
-            dict(flow.client_settings(sync_side, "producer")),
-            admin_settings=dict(flow.client_settings(sync_side, "admin")),
-            replication_factor=int(flow.value("offset-syncs.topic.replication.factor")),
+            context.offset_syncs,
+            replication_factor=settings.offset_syncs_replication_factor,
         )
         self.runs = RunLog(
-            flow.name,
-            admin_settings=target["admin"],
-            producer_settings=target["producer"],
-            consumer_settings=target["consumer"],
-            replication_factor=int(flow.value("replication.factor")),
+            flow.name, context.target, replication_factor=settings.replication_factor
         )
-        self.remote_topics = RemoteTopicPublisher(flow)
+        self.remote_topics = RemoteTopicPublisher(context)
         self.translation = TranslationStore()
         self._translation_load_ms: int | None = None
-        checkpoints = flow.interval("emit.checkpoints")
-        self.checkpointer = Checkpointer(flow) if checkpoints is not None else None
-        self._groups_refresh = _Due(_seconds(flow.interval("refresh.groups")))
-        self._checkpoints_due = _Due(_seconds(checkpoints))
-        group_sync = flow.interval("sync.group.offsets")
-        self._group_sync = _Due(_seconds(group_sync)) if group_sync is not None else None
-        self.health = ClusterHealth.for_flow(flow, self.progress.topic)
-        self.gaps = GapFinder(flow.name, flow.client_settings("source", "admin"))
+        checkpoints = intervals.emit_checkpoints
+        self.checkpointer = Checkpointer(context) if checkpoints is not None else None
+        self._groups_refresh = _Due(intervals.refresh_groups)
+        self._checkpoints_due = _Due(checkpoints)
+        group_sync = intervals.sync_group_offsets
+        self._group_sync = _Due(group_sync) if group_sync is not None else None
+        self.health = ClusterHealth.for_flow(context, self.progress.topic)
+        self.gaps = GapFinder(flow.name, context.source)
         self.lost = GapLedger(flow.name)
         self._lock = threading.Lock()
         # Held while a batch writes and while idle partitions are checked for gaps,
@@ -226,11 +202,11 @@ class FlowRunner:
         self._loop_errors: dict[str, str] = {}
         self._query = None
         self._checkpoint: Path | None = None
-        self._refresh = _Due(_seconds(flow.interval("refresh.topics")))
-        self._config_sync = _Due(_seconds(flow.interval("sync.topic.configs")))
-        self._emit_syncs = bool(flow.value("emit.offset-syncs.enabled"))
-        self._exactly_once = flow.value("exactly.once.source.support") == "enabled"
-        self._dead_letter_topic = str(flow.value("errors.deadletterqueue.topic.name") or "")
+        self._refresh = _Due(intervals.refresh_topics)
+        self._config_sync = _Due(intervals.sync_topic_configs)
+        self._emit_syncs = settings.emit_offset_syncs
+        self._exactly_once = settings.exactly_once
+        self._dead_letter_topic = settings.dead_letter_topic
         self._prepared = False
         self._provenance: Provenance | None = None
         self._retry_at: float | None = None
@@ -269,7 +245,7 @@ class FlowRunner:
                 if self._emit_syncs:
                     self.syncs.ensure_topic()
                 if self._dead_letter_topic:
-                    self._ensure_dead_letter_topic()
+                    self._ensure_dead_letter_topic(self._dead_letter_topic)
                 saved = self.progress.load_state()
                 if self._emit_syncs:
                     # Syncs of the last exactly-once batches, in case their driver
@@ -314,9 +290,8 @@ class FlowRunner:
         if self.checkpointer is not None:
             self.checkpointer.close()
         self.syncs.close()
-        self.topics.close()
         self.health.close()
-        self.gaps.close()
+        self.context.close()
         self._set_state("stopped", "stopped by the operator")
 
     def status(self) -> FlowStatus:
@@ -379,21 +354,21 @@ class FlowRunner:
         self._checkpoint = (
             self._work_dir / "checkpoints" / self.flow.name.replace(">", "") / uuid.uuid4().hex
         )
+        settings = self.context.settings
         spec = WriteSpec(
             flow=self.flow.name,
-            producer_settings=dict(self.flow.client_settings("target", "producer")),
+            producer_settings=dict(self.context.target.producer_settings),
             remote_topics={t: self.flow.remote_topic(t) for t in ready},
-            offset_lag_max=int(self.flow.value("offset.lag.max")),
+            offset_lag_max=settings.offset_lag_max,
             provenance=self._provenance,
-            tolerate_refusals=self.flow.value("errors.tolerance") == "all",
-            dead_letter_topic=self._dead_letter_topic or None,
+            tolerate_refusals=settings.tolerate_refusals,
+            dead_letter_topic=settings.dead_letter_topic,
             exactly_once=self._exactly_once_spec(),
         )
         reader = self._spark.readStream.format("kafka")
-        for key, value in self.flow.java_client_settings("source", "consumer").items():
-            if key not in _SPARK_MANAGED:
-                reader = reader.option(f"kafka.{key}", value)
-        per_batch = int(self.flow.value("max.poll.records")) * sum(ready.values())
+        for key, value in self.context.spark_source_options().items():
+            reader = reader.option(key, value)
+        per_batch = settings.max_poll_records * sum(ready.values())
         frame = (
             reader.option("assign", json.dumps({t: list(range(n)) for t, n in ready.items()}))
             .option("startingOffsets", json.dumps(starting))
@@ -402,9 +377,8 @@ class FlowRunner:
             .option("maxOffsetsPerTrigger", str(per_batch))
             .load()
         )
-        tasks = self.flow.setting("tasks.max")
-        if not tasks.origin.is_default:
-            frame = frame.coalesce(int(tasks.value))
+        if settings.tasks_max is not None:
+            frame = frame.coalesce(settings.tasks_max)
         self._query = (
             frame.writeStream.queryName(f"mirrorline {self.flow.name} {uuid.uuid4().hex[:6]}")
             .foreachBatch(functools.partial(self._on_batch, spec))
@@ -518,7 +492,7 @@ class FlowRunner:
             return {tp: explicit.get(tp, EARLIEST) for tp in partitions}
         consumer = Consumer(
             {
-                **self.flow.client_settings("source", "consumer"),
+                **self.context.source.consumer_settings,
                 "group.id": "mirrorline-start",
                 "enable.auto.commit": False,
             }
@@ -606,17 +580,15 @@ class FlowRunner:
         return ExactlyOnceSpec(
             progress_topic=PROGRESS_TOPIC,
             position_group=position_group(self.flow.name),
-            consumer_settings=dict(self.flow.client_settings("target", "consumer")),
+            consumer_settings=dict(self.context.target.consumer_settings),
         )
 
-    def _ensure_dead_letter_topic(self) -> None:
+    def _ensure_dead_letter_topic(self, topic: str) -> None:
         ensure_topic(
-            AdminClient(dict(self.flow.client_settings("target", "admin"))),
-            self._dead_letter_topic,
+            self.context.target.admin,
+            topic,
             partitions=1,
-            replication_factor=int(
-                self.flow.value("errors.deadletterqueue.topic.replication.factor")
-            ),
+            replication_factor=self.context.settings.dead_letter_replication_factor,
         )
 
     def _provenance_for_policy(self) -> Provenance | None:
@@ -749,10 +721,6 @@ def _with_outages(state: str, reason: str, clusters: tuple[ClusterVerdict, ...])
 
 class _QueryDied(RuntimeError):
     """The data query ended with an error; the message is the reason."""
-
-
-def _seconds(interval) -> float | None:
-    return interval.total_seconds() if interval is not None else None
 
 
 def _summarise(error: str) -> str:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.engine.context import FlowContext
+
 log = logging.getLogger(__name__)
 
 PROBE_INTERVAL_S = 2.0
@@ -143,14 +145,19 @@ class ClusterHealth:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_flow(cls, flow, topic: str) -> ClusterHealth:
-        """Probes of the flow's source and target, with its admin client settings."""
+    def for_flow(cls, context: FlowContext, topic: str) -> ClusterHealth:
+        """Probes of the flow's source and target, with its admin client settings.
+
+        The probes have admin clients of their own, not the flow's shared ones:
+        their error callback and quiet logging are what makes the verdict.
+        """
+        source, target = context.source, context.target
         return cls(
             [
-                ClusterProbe(flow.source, "source", flow.client_settings("source", "admin"), topic),
-                ClusterProbe(flow.target, "target", flow.client_settings("target", "admin"), topic),
+                ClusterProbe(source.alias, "source", source.admin_settings, topic),
+                ClusterProbe(target.alias, "target", target.admin_settings, topic),
             ],
-            name=f"health {flow.name}",
+            name=f"health {context.name}",
         )
 
     def start(self) -> None:

@@ -172,9 +172,10 @@ def read_to_end(
                 )
             # A short wait: a small topic is read in one fetch, not in one timeout.
             for msg in consumer.consume(1000, timeout=0.05):
-                if msg.error():
-                    raise KafkaOperationError(f"reading {topic}: {msg.error().str()}")
-                position = msg.offset() + 1
+                error = msg.error()
+                if error is not None:
+                    raise KafkaOperationError(f"reading {topic}: {error.str()}")
+                position = (msg.offset() or 0) + 1
                 yield msg
             # Compaction and transaction markers leave offsets without records.
             position = max(position, consumer.position([tp])[0].offset)
@@ -246,29 +247,36 @@ class AckedWriter:
             self._producer = producer
         return self._producer
 
-    def _write(self, topic, records, partition, timeout) -> int:
-        self._open(timeout)
+    def _write(
+        self,
+        topic: str,
+        records: Iterable[tuple[bytes, bytes | None]],
+        partition: int | None,
+        timeout: float,
+    ) -> int:
+        producer = self._open(timeout)
         if self._transactional:
-            self._producer.begin_transaction()
+            producer.begin_transaction()
         errors: list[str] = []
 
-        def delivered(error, _msg) -> None:
+        def delivered(error: KafkaError | None, _msg: Message) -> None:
             if error is not None:
                 errors.append(error.str())
 
-        extra = {"partition": partition} if partition is not None else {}
+        # -1: librdkafka's partitioner chooses (the default when none is given).
+        number = partition if partition is not None else -1
         count = 0
         for key, value in records:
-            self._producer.produce(topic, key=key, value=value, on_delivery=delivered, **extra)
+            producer.produce(topic, key=key, value=value, partition=number, on_delivery=delivered)
             count += 1
-        remaining = self._producer.flush(timeout)
+        remaining = producer.flush(timeout)
         if remaining or errors:
             detail = errors[0] if errors else f"{remaining} records unacknowledged"
             if self._transactional:
                 self._producer = None  # its transaction is left to be aborted by the next one
             raise KafkaOperationError(f"{self._what} not written to {topic}: {detail}")
         if self._transactional:
-            self._producer.commit_transaction(timeout)
+            producer.commit_transaction(timeout)
         return count
 
     def close(self, timeout: float = 5.0) -> None:

@@ -178,7 +178,7 @@ class Checkpointer:
                     translation = reverse.inverse((name, partition), committed.offset)
                 else:
                     continue
-                if not translation.ok:
+                if translation.offset is None:
                     untranslated.append(_describe(group, topic, partition, committed, translation))
                     continue
                 checkpoint = Checkpoint(

@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrorline.engine.context import FlowContext
+from mirrorline.kafka import KafkaOperationError
 
 # Short enough that an unreachable cluster delays only this flow's loop, briefly.
 _TIMEOUT_S = 10.0
@@ -93,10 +94,10 @@ class TopicManager:
         return self._clients[1].admin
 
     def source_cluster_id(self) -> str:
-        return self._source.list_topics(timeout=_TIMEOUT_S).cluster_id
+        return _cluster_id(self._source, self.flow.source)
 
     def target_cluster_id(self) -> str:
-        return self._target.list_topics(timeout=_TIMEOUT_S).cluster_id
+        return _cluster_id(self._target, self.flow.target)
 
     # -- loops -----------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ class TopicManager:
         for name, entry in source.items():
             if entry.is_sensitive or entry.value is None:
                 continue
-            explicit = entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            explicit = _set_on_topic(entry)
             keep = (
                 self.flow.config_property_filter.should_replicate(name)
                 if explicit
@@ -201,7 +202,7 @@ class TopicManager:
         changes += [
             ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
             for name, entry in sorted(current.items())
-            if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            if _set_on_topic(entry)
             and name not in wanted
             and self.flow.config_property_filter.should_replicate(name)
         ]
@@ -221,6 +222,20 @@ class _TopicActionFailed(Exception):
         reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
         super().__init__(reason)
         self.problem = TopicProblem(remote, action, reason)
+
+
+def _set_on_topic(entry: ConfigEntry) -> bool:
+    """Whether the entry is set on the topic itself (librdkafka hands over its number)."""
+    source: object = entry.source
+    number = source.value if isinstance(source, ConfigSource) else source
+    return bool(number == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+
+
+def _cluster_id(admin: AdminClient, alias: str) -> str:
+    cluster_id = admin.list_topics(timeout=_TIMEOUT_S).cluster_id
+    if cluster_id is None:
+        raise KafkaOperationError(f"cluster {alias} did not say its cluster id")
+    return cluster_id
 
 
 def _partition_counts(admin: AdminClient) -> dict[str, int]:

@@ -34,7 +34,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -266,8 +268,9 @@ class FlowLeadership:
             lookup = _HolderLookup(admin, self.group)
             while not self._stop.is_set():
                 msg = consumer.poll(POLL_S)
-                if msg is not None and msg.error() is not None:
-                    self._on_error(msg.error())
+                error = msg.error() if msg is not None else None
+                if error is not None:
+                    self._on_error(error)
                 if self._term.current is None:
                     quiet = time.monotonic() - self._last_error_at > QUIET_AFTER_ERROR_S
                     found = lookup.poll(cluster_answers=quiet)
@@ -352,7 +355,7 @@ class _HolderLookup:
     def __init__(self, admin: AdminClient, group: str) -> None:
         self._admin = admin
         self._group = group
-        self._future = None
+        self._future: Future[Any] | None = None
         self._next_at = 0.0
 
     def _metadata_answers(self) -> bool:

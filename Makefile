@@ -52,6 +52,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Full scale by default; BENCH_ARGS="--records 20000 --latency-seconds 10" for a quick check.
@@ -71,6 +72,7 @@ failover-drill: setup
 
 lint: python
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
 
 clean:
 	-@test -x $(BIN)/mirrorline && $(BIN)/mirrorline dev down --dir .mirrorline/dev >/dev/null 2>&1

@@ -11,6 +11,7 @@ from mirrorline.engine.batch_writer import WriteSpec, write_batch
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group, transactional_id
+from mirrorline.kafka import ClusterClients
 from support.driving import running_driver, write_config
 from support.kafka_io import Record, consume, create_topic, end_offsets, produce, unique_name
 from support.wait import wait_until
@@ -58,13 +59,7 @@ def _values(bootstrap: str, topic: str, expected: int) -> dict[int, list[bytes]]
 
 def _progress(west) -> ProgressStore:
     settings = {"bootstrap.servers": west.bootstrap_servers}
-    store = ProgressStore(
-        FLOW,
-        admin_settings=settings,
-        producer_settings=settings,
-        consumer_settings=settings,
-        replication_factor=1,
-    )
+    store = ProgressStore(FLOW, ClusterClients.of("west", settings), replication_factor=1)
     store.ensure_topic()
     return store
 

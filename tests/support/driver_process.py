@@ -19,20 +19,31 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import mirrorline
 from mirrorline.process import dying_with_parent
+from support.sessions import kill_session
 
 # The `src` directory of the Mirrorline being tested, for the child's PYTHONPATH.
 _SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
 
 
 class DriverProcess:
-    """One start of `python -m mirrorline driver`, its output in `log_path`."""
+    """One start of `python -m mirrorline driver`, its output in `log_path`.
+
+    `driver_args` are more options of the command (`--master`, `--spark-conf`).
+    """
 
     def __init__(
-        self, config: Path, work_dir: Path, log_path: Path, *, status_every: float = 5
+        self,
+        config: Path,
+        work_dir: Path,
+        log_path: Path,
+        *,
+        status_every: float = 5,
+        driver_args: Sequence[str] = (),
     ) -> None:
         self.log_path = log_path
         env = dict(os.environ)
@@ -42,6 +53,7 @@ class DriverProcess:
         env["PYTHONUNBUFFERED"] = "1"
         command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
         command += ["--work-dir", str(work_dir), "--status-every", str(status_every)]
+        command += driver_args
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
             self.popen = subprocess.Popen(
@@ -87,19 +99,7 @@ class DriverProcess:
         """SIGKILL every process of the driver's session and wait until all are gone."""
         if self.popen.returncode is not None:
             return  # crashed or stopped before: the session is empty and its id no longer ours
-        deadline = time.monotonic() + timeout
-        while members := self._live_members():
-            for pid in members:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"processes {members} of the driver's session survived SIGKILL for "
-                    f"{timeout:.0f}s"
-                )
-            time.sleep(0.05)
+        kill_session(self.session, timeout=timeout, what="the driver's session")
         # Only now: until the leader is reaped its pid, hence the session id, stays ours.
         self.popen.wait()
 
@@ -123,20 +123,3 @@ class DriverProcess:
         except OSError:
             return "(no output)"
         return "\n".join(text.splitlines()[-lines:])
-
-    def _live_members(self) -> list[int]:
-        """Pids of the session's processes that are not yet dead (zombies count as dead)."""
-        members = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            # The command name may hold spaces and parentheses; fields follow the last ')'.
-            fields = stat.rsplit(")", 1)[1].split()
-            state, session = fields[0], int(fields[3])
-            if session == self.session and state not in ("Z", "X"):
-                members.append(int(entry))
-        return members

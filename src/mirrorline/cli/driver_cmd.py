@@ -35,6 +35,13 @@ def driver(
     master: str = typer.Option(
         "", "--master", help="Spark master URL (default: local[*] or $MIRRORLINE_SPARK_MASTER)."
     ),
+    spark_conf: list[str] = typer.Option(
+        [],
+        "--spark-conf",
+        metavar="KEY=VALUE",
+        help="A Spark setting, like spark-submit's --conf (repeatable): "
+        "--spark-conf spark.executor.memory=2g.",
+    ),
     work_dir: Path = typer.Option(
         Path(".mirrorline/driver"), "--work-dir", help="Scratch space (Spark checkpoints)."
     ),
@@ -50,6 +57,11 @@ def driver(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    try:
+        spark_settings = parse_spark_conf(spark_conf)
+    except typer.BadParameter as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
     try:
         loaded = load_config(config)
         targets = [c.strip() for c in clusters.split(",") if c.strip()] or None
@@ -88,7 +100,9 @@ def driver(
     try:
         from mirrorline.engine.session import build_spark_session
 
-        spark = build_spark_session(app_name="mirrorline driver", master=master or None)
+        spark = build_spark_session(
+            app_name="mirrorline driver", master=master or None, conf=spark_settings
+        )
     except JvmSetupError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
@@ -101,6 +115,28 @@ def driver(
     finally:
         spark.stop()
     out.print("driver stopped")
+
+
+def parse_spark_conf(values: list[str]) -> dict[str, str]:
+    """`--spark-conf KEY=VALUE` options as Spark settings; the last of a repeated key wins.
+
+    Keys must start with `spark.`: Spark ignores other keys, so a typo such as
+    `executor.memory=4g` would silently change nothing.
+    """
+    settings: dict[str, str] = {}
+    for value in values:
+        key, sep, setting = value.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise typer.BadParameter(
+                f"--spark-conf {value!r}: expected KEY=VALUE, like spark.executor.memory=2g"
+            )
+        if not key.startswith("spark."):
+            raise typer.BadParameter(
+                f"--spark-conf {value!r}: {key!r} is no Spark setting (they start with 'spark.')"
+            )
+        settings[key] = setting.strip()
+    return settings
 
 
 class _StatusPrinter:

@@ -147,6 +147,8 @@ class DataPath:
             raise RuntimeError(f"flow {self._context.name}: the query is already running")
         settings = self._context.settings
         run = _Run(write_spec(self._context, ready, provenance), term, self._committer.generation())
+        # Only the driver writes there, even on a cluster: the query is stateless, so
+        # executors keep no state store in it (see `engine.session`).
         self._checkpoint = (
             self._work_dir / "checkpoints" / self._context.name.replace(">", "") / uuid.uuid4().hex
         )

@@ -1,28 +1,46 @@
 """The one place a Spark session is built, so every Mirrorline process runs Spark alike.
 
 Defaults suit one machine (`local[*]`, 2 cores / 24 GiB is the smallest we plan for);
-`master` points the same code at a Spark cluster. Spark's Kafka connector comes from
-the jar cache filled by `make jvm` (see `mirrorline.jvm`), never from the network.
+`master` points the same code at a Spark cluster (standalone, YARN, Kubernetes), with
+the driver in this process (client mode). The jars executors need come from the jar
+cache filled by `make jvm` (see `mirrorline.jvm`), never from the network, and reach
+the executors through Spark itself: `spark.jars` names local files that the driver
+serves to every executor (on YARN the client uploads them with the application).
+
+Nothing else of the driver's host is needed by executors. The streaming checkpoint
+directory (under the driver's `--work-dir`) is written only by the driver: Spark's
+micro-batch engine keeps its offset, commit and metadata logs on the driver, and
+only stateful operators (aggregations, joins, deduplication) have executors write
+state there; Mirrorline's query has none. So the directory may be a local path on
+the driver's host, whatever the cluster.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
-from collections.abc import Mapping
+import socket
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from mirrorline import jvm
 
 DEFAULT_MASTER = "local[*]"
 
+# The jar sets (`.cache/jvm/<set>/`, see `mirrorline.jvm`) that executors load, in order:
+# Spark's Kafka connector and Mirrorline's writer.
+EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka", "mirrorline-writer")
+
 # Conservative for a 2-core / 24 GiB machine: the driver plans micro-batches and runs
 # control loops; in local mode its JVM also runs the tasks that move the records.
 DEFAULT_CONF: Mapping[str, str] = {
     "spark.driver.memory": "2g",
-    "spark.executor.memory": "2g",
+    # Used on clusters only (local mode runs tasks in the driver's JVM). An executor
+    # reads a task's records and hands them to the writer's producer one by one, and
+    # keeps no state: 1g is ample, and fits a small worker.
+    "spark.executor.memory": "1g",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
     # Mirrorline keeps its own progress in Kafka; a lost temporary checkpoint is fine.
@@ -32,24 +50,23 @@ DEFAULT_CONF: Mapping[str, str] = {
 }
 
 
-def executor_jars() -> list[Path]:
-    """Every jar Mirrorline adds to Spark: the Kafka connector and Mirrorline's writer.
+def executor_jars(jar_sets: Iterable[str] = EXECUTOR_JAR_SETS) -> list[Path]:
+    """The jars of `jar_sets` that Spark does not have yet, each artifact once.
 
-    Given as `spark.jars`, so the driver serves them to every executor: nothing
-    needs to be installed on a cluster's machines beforehand.
+    Maven resolves each set with its full dependency tree (Hadoop client, Scala
+    library, ...). Adding a second copy of a jar Spark already has would at best
+    waste memory and at worst mix versions, so a jar is used only if neither
+    PySpark nor an earlier set has its artifact.
     """
-    return [*connector_jars(), *jvm.jars("mirrorline-writer")]
-
-
-def connector_jars() -> list[Path]:
-    """The Kafka connector and its dependencies, minus jars PySpark already ships.
-
-    Maven resolves the connector with its full dependency tree (Hadoop client,
-    Scala library, ...). Adding a second copy of a jar Spark already has would at
-    best waste memory and at worst mix versions, so only the missing ones are used.
-    """
-    shipped = {_artifact_name(p) for p in _pyspark_jars_dir().glob("*.jar")}
-    return [j for j in jvm.jars("spark-kafka") if _artifact_name(j) not in shipped]
+    known = {_artifact_name(p) for p in _pyspark_jars_dir().glob("*.jar")}
+    chosen = []
+    for jar_set in jar_sets:
+        for jar in jvm.jars(jar_set):
+            name = _artifact_name(jar)
+            if name not in known:
+                known.add(name)
+                chosen.append(jar)
+    return chosen
 
 
 def build_spark_session(
@@ -59,35 +76,85 @@ def build_spark_session(
 ):
     """Create (or return the running) Spark session with Mirrorline's settings.
 
-    `conf` overrides the defaults. The master comes from the argument, then
-    `MIRRORLINE_SPARK_MASTER`, then `local[*]`.
+    `conf` overrides the defaults, except that its `spark.jars` is added to
+    Mirrorline's jars instead of replacing them. The master comes from the argument,
+    then `MIRRORLINE_SPARK_MASTER`, then `local[*]`.
     """
     from pyspark.sql import SparkSession
 
     jvm.java_executable()  # a clear error now beats a JVM launch failure later
-    # Executors' Python workers must run this interpreter (same packages).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Executors run no Python: the writer is a jar (EXECUTOR_JAR_SETS), and the
+    # driver's per-batch function runs in this process.
+    master = master or os.environ.get("MIRRORLINE_SPARK_MASTER") or DEFAULT_MASTER
+    conf = dict(conf or {})
 
     settings = dict(DEFAULT_CONF)
+    settings.update(cluster_settings(master))
     log_config = resources.files("mirrorline.resources") / "spark-log4j2.properties"
     # Larger thread stacks: Spark matches regular expressions against whole error
     # texts when a query stops (to tell interruptions from failures), and a long
     # Python traceback overflowed the default 1 MiB stack of the stream thread.
-    java_options = f"-Dlog4j2.configurationFile=file:{log_config} -Xss16m"
-    settings["spark.driver.extraJavaOptions"] = java_options
-    settings["spark.executor.extraJavaOptions"] = java_options
-    settings["spark.jars"] = ",".join(str(j) for j in executor_jars())
-    settings.update(conf or {})
-
-    builder = SparkSession.builder.appName(app_name).master(
-        master or os.environ.get("MIRRORLINE_SPARK_MASTER") or DEFAULT_MASTER
+    settings["spark.driver.extraJavaOptions"] = (
+        f"-Dlog4j2.configurationFile=file:{log_config} -Xss16m"
     )
+    # Not the log configuration: its path exists on the driver's host only, and
+    # executors log where their cluster manager puts executor logs.
+    settings["spark.executor.extraJavaOptions"] = "-Xss16m"
+    jars = [str(j) for j in executor_jars()]
+    jars += [j for j in conf.pop("spark.jars", "").split(",") if j.strip()]
+    settings["spark.jars"] = ",".join(jars)
+    settings.update(conf)
+
+    builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def cluster_settings(master: str) -> dict[str, str]:
+    """What a driver needs when its executors are other processes, possibly on other hosts.
+
+    Executors open connections to the driver (task results, the jars it serves),
+    so the driver must advertise an address they can reach. Spark's default is
+    this host's name, which may resolve to nothing the executors reach (or to
+    loopback while they run elsewhere). The address this host uses to reach the
+    master is one they can reach: the master's network is theirs. For a master on
+    loopback that is 127.0.0.1, and the driver listens there only. Local masters
+    need nothing; masters without a host in their URL (`yarn`) keep Spark's default.
+    """
+    if master.startswith("local"):
+        return {}
+    address = _address_towards(master)
+    return {"spark.driver.host": address} if address else {}
+
+
+def _address_towards(master: str) -> str | None:
+    """The local IP address of the route to the master's host, None if it has no host.
+
+    `spark://h1:7077,h2:7077` (standby masters) uses the first; `k8s://https://h:6443`
+    (or `k8s://h:6443`) the API server's. A UDP socket's `connect` picks the route
+    without sending anything.
+    """
+    url = master.split(",", 1)[0]
+    if url.startswith("k8s://"):
+        url = url.removeprefix("k8s://")
+        url = url if "://" in url else f"https://{url}"
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or 7077
+    except ValueError:
+        return None
+    if not parts.netloc or not host:
+        return None
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect(address)
+            return probe.getsockname()[0]
+    except OSError:
+        return None  # unresolvable or unroutable now: Spark's default, and its error if any
 
 
 def _pyspark_jars_dir() -> Path:

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""How Mirrorline's throughput grows with executor cores on a Spark standalone cluster.
+
+For each cluster layout (`WORKERSxCORES`: 1x1 is one worker of one core, 2x1 two
+workers of one core each) a fresh standalone cluster is started from the
+installed PySpark (`tests/support/spark_standalone.py`), `mirrorline driver
+--master spark://...` replicates a pre-loaded topic from `east` to `west`, and the
+rate is taken from the first record on the target to the last (target end offsets
+polled every 0.1 s), as in `replication_benchmark.py`. Every layout gets its own
+source topic with the same records. CPU seconds of the driver's process tree and
+of the workers' trees (executors and their Python workers) are sampled from /proc.
+
+Run `python benchmarks/standalone_scaling.py --help`; results go to
+`benchmarks/results/standalone-scaling-<date>.json` and are summarised in
+docs/spark-clusters.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+# Measure the Mirrorline of this checkout; the cluster module lives with the tests.
+sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
+
+from confluent_kafka import Producer  # noqa: E402
+from replication_benchmark import (  # noqa: E402
+    POLL_S,
+    SOURCE,
+    TARGET,
+    BenchmarkError,
+    OffsetWatcher,
+    OtherLoad,
+    ReplicatorProcess,
+    TreeSampler,
+    clusters_running,
+    create_topic,
+    environment,
+    say,
+    write_replication_config,
+)
+
+from support.spark_standalone import StandaloneCluster  # noqa: E402
+
+
+def parse_layout(text: str) -> tuple[int, int]:
+    workers, _, cores = text.partition("x")
+    if not (workers.isdigit() and cores.isdigit() and int(workers) > 0 and int(cores) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected WORKERSxCORES, like 2x1")
+    return int(workers), int(cores)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--record-size", type=int, default=100, help="value bytes")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument(
+        "--layouts",
+        type=lambda t: [parse_layout(x) for x in t.split(",")],
+        default=[(1, 1), (2, 1)],
+        help="cluster layouts to compare, WORKERSxCORES, comma separated (default 1x1,2x1)",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="measure the layouts in turn this many times"
+    )
+    parser.add_argument("--worker-memory", default="1g")
+    parser.add_argument("--timeout", type=float, default=900, help="per layout, seconds")
+    parser.add_argument("--no-save", action="store_true", help="print only")
+    parser.add_argument("--keep-work-dir", action="store_true")
+    return parser.parse_args(argv)
+
+
+def preload(bootstrap: str, topics: list[str], args: argparse.Namespace) -> None:
+    """The same records (key, value, partition) into every topic."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    failures: list[str] = []
+    rng = random.Random(1)
+
+    def delivered(error, _msg) -> None:
+        if error is not None:
+            failures.append(error.str())
+
+    for i in range(args.records):
+        key, value = b"k%d" % (i % 10_000), rng.randbytes(args.record_size)
+        for topic in topics:
+            while True:
+                try:
+                    producer.produce(
+                        topic, value, key, partition=i % args.partitions, on_delivery=delivered
+                    )
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+        producer.poll(0)
+    if producer.flush(300) or failures:
+        raise BenchmarkError(f"pre-loading {', '.join(topics)} failed: {failures[:3]}")
+
+
+def measure(
+    layout: tuple[int, int], topic: str, clusters, work: Path, args: argparse.Namespace
+) -> dict:
+    workers, cores = layout
+    name = f"{workers}x{cores}"
+    say(f"layout {name}: {workers} worker(s) of {cores} core(s)")
+    env = {"PYTHONPATH": str(REPO / "src")}  # the executors' Python writer: this checkout
+    cluster = StandaloneCluster(
+        work / f"spark-{name}", workers=workers, cores=cores, memory=args.worker_memory, env=env
+    )
+    target = OffsetWatcher(clusters[1].bootstrap_servers)
+    remote = f"{SOURCE}.{topic}"
+    load = OtherLoad()
+    with cluster:
+        executor_side = [
+            TreeSampler(pid).start()
+            for daemon, pid in cluster.daemon_pids().items()
+            if daemon.startswith("worker")
+        ]
+        config = write_replication_config(
+            work / f"{name}.properties", clusters, topic, args.partitions
+        )
+        command = [
+            sys.executable, "-m", "mirrorline", "driver", "--config", str(config),
+            "--master", cluster.master_url, "--work-dir", str(work / f"driver-{name}"),
+            "--status-every", "5",
+        ]  # fmt: skip
+        proc_env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO / "src"), proc_env.get("PYTHONPATH", "")) if p
+        )
+        proc = ReplicatorProcess("mirrorline", command, proc_env, work / f"driver-{name}.log", work)
+        began = load.mark()
+        first = done = None
+        try:
+            while done is None:
+                now = time.monotonic()
+                total = sum(target.end_offsets(remote).values())
+                if first is None and total > 0:
+                    first = now
+                    say(f"  first records on {TARGET} after {now - proc.started:.1f}s")
+                if total >= args.records:
+                    done = now
+                proc.check()
+                if now - proc.started > args.timeout:
+                    raise BenchmarkError(
+                        f"layout {name}: {total:,} of {args.records:,} records replicated in "
+                        f"{args.timeout:.0f}s; see {proc.log_path}"
+                    )
+                time.sleep(POLL_S)
+            other = load.cores_since(began)
+            driver_cpu = proc.sampler.cpu_seconds()
+            executors_cpu = sum(s.cpu_seconds() for s in executor_side)
+        finally:
+            stopped = proc.stop()
+            for sampler in executor_side:
+                sampler.stop()
+            load.stop()
+            target.close()
+    transfer = max(done - first, POLL_S)
+    result = {
+        "layout": name,
+        "workers": workers,
+        "cores_per_worker": cores,
+        "executor_cores": workers * cores,
+        "startup_s": round(first - proc.started, 2),
+        "transfer_s": round(transfer, 2),
+        "records_per_s": round(args.records / transfer, 1),
+        "cpu_s_driver": round(driver_cpu, 1),
+        "cpu_s_workers_and_executors": round(executors_cpu, 1),
+        "other_cpu_cores": other,
+        "graceful_stop": stopped.graceful,
+    }
+    say(
+        f"  {name}: {result['records_per_s']:,.0f} records/s (transfer {result['transfer_s']}s, "
+        f"startup {result['startup_s']}s; CPU s: driver {result['cpu_s_driver']}, "
+        f"workers+executors {result['cpu_s_workers_and_executors']})"
+    )
+    return result
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    command = shlex.join(["python", "benchmarks/standalone_scaling.py", *argv])
+    work = Path(tempfile.mkdtemp(prefix="mirrorline-scaling-"))
+    say(f"work directory: {work}")
+    failed = True
+    results = []
+    try:
+        with clusters_running(work) as clusters:
+            # In turn, so that a change in the machine's load touches every layout alike.
+            runs = [(r, layout) for r in range(args.repeats) for layout in args.layouts]
+            topics = [f"scale-{w}x{c}-{r}" for r, (w, c) in runs]
+            for topic in topics:
+                create_topic(clusters[0].bootstrap_servers, topic, args.partitions)
+            say(f"pre-loading {args.records:,} records into {', '.join(topics)}")
+            preload(clusters[0].bootstrap_servers, topics, args)
+            for (_, layout), topic in zip(runs, topics, strict=True):
+                results.append(measure(layout, topic, clusters, work, args))
+        failed = False
+    except BenchmarkError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if failed or args.keep_work_dir:
+            say(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    base = results[0]["records_per_s"]
+    print(f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions")
+    print(
+        "| layout | executor cores | records/s | vs first | transfer s | startup s "
+        "| CPU s driver | CPU s workers | other load (cores) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r['layout']} | {r['executor_cores']} | {r['records_per_s']:,.0f} | "
+            f"{r['records_per_s'] / base:.2f}x | {r['transfer_s']} | {r['startup_s']} | "
+            f"{r['cpu_s_driver']} | {r['cpu_s_workers_and_executors']} | "
+            f"{r['other_cpu_cores']} |"
+        )
+    if not args.no_save:
+        now = dt.datetime.now()
+        path = BENCH_DIR / "results" / f"standalone-scaling-{now:%Y-%m-%d-%H%M}.json"
+        report = {
+            "date": now.strftime("%Y-%m-%d %H:%M"),
+            "command": command,
+            "writer": "Python executor writer (mapInArrow + confluent-kafka)",
+            "settings": {
+                "records": args.records,
+                "record_size": args.record_size,
+                "partitions": args.partitions,
+                "worker_memory": args.worker_memory,
+                "repeats": args.repeats,
+            },
+            **environment(),
+            "results": results,
+        }
+        path.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"\nwrote {path.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

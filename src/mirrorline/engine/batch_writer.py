@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.sync_points import sync_points_of_runs
@@ -146,24 +146,15 @@ def producer_settings(
 
 
 def _result(row: Mapping, lag_max: int) -> PartitionResult:
+    """One summary of the writer's JSON; its exact offset mapping becomes offset syncs."""
+    plain = {f.name: row[f.name] for f in fields(PartitionResult) if f.name in _PLAIN}
     runs = [(int(s), int(t), int(n)) for s, t, n in row["runs"]]
     return PartitionResult(
-        topic=row["topic"],
-        partition=row["partition"],
-        records=row["records"],
-        filtered=row["filtered"],
-        skipped=row["skipped"],
-        refused=row["refused"],
-        dead_lettered=row["dead_lettered"],
+        **plain,
         refusals=tuple(row["refusals"]),
-        first_seen=row["first_seen"],
-        next_offset=row["next_offset"],
-        bytes=row["bytes"],
-        first_offset=row["first_offset"],
-        last_offset=row["last_offset"],
-        first_target_offset=row["first_target_offset"],
-        last_target_offset=row["last_target_offset"],
-        min_timestamp=row["min_timestamp"],
-        max_age_ms=row["max_age_ms"],
         syncs=tuple(sync_points_of_runs(runs, lag_max)),
     )
+
+
+# The fields of a PartitionResult that the writer's JSON holds as they are.
+_PLAIN = {f.name for f in fields(PartitionResult)} - {"refusals", "syncs"}

@@ -28,24 +28,22 @@ final class AtLeastOnceWriter {
     this.copies = new Copies(spec);
   }
 
-  /** A record the target did not take, and why. */
-  private static final class Failed {
+  /** A record the target refused, and how. */
+  private static final class Refused {
     final SourceRecord record;
     final Refusal refusal;
-    final boolean isRefusal;
 
-    Failed(SourceRecord record, Refusal refusal, boolean isRefusal) {
+    Refused(SourceRecord record, Refusal refusal) {
       this.record = record;
       this.refusal = refusal;
-      this.isRefusal = isRefusal;
     }
   }
 
   Collection<PartitionLog> write(Iterator<InternalRow> rows, SourceRecord.Columns columns) {
     KafkaProducer<byte[], byte[]> producer = ProducerPool.borrow(spec.producer);
     PartitionLogs logs = new PartitionLogs();
-    ConcurrentLinkedQueue<Failed> failed = new ConcurrentLinkedQueue<>();
-    List<Failed> refused = new ArrayList<>();
+    ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
+    List<Refused> refused = new ArrayList<>();
     Deliveries deliveries = new Deliveries();
     try {
       while (rows.hasNext()) {
@@ -61,26 +59,19 @@ final class AtLeastOnceWriter {
         Refusal tooLarge = copies.oversized(record, headers, remote);
         if (tooLarge != null) {
           copies.refusedOrRaise(tooLarge);
-          refused.add(new Failed(record, tooLarge, true));
+          refused.add(new Refused(record, tooLarge));
           continue;
         }
-        int index = log.noteSent(record);
-        producer.send(copies.copy(record, remote, headers), deliveries.track((metadata, error) -> {
-          if (error == null) {
-            log.delivered(index, metadata.offset());
-          } else {
-            log.refusedAt(index);
-            failed.add(new Failed(record, Refusal.of(record, remote, error), Refusal.isRefusal(error)));
-          }
-        }));
+        copies.send(producer, deliveries, log, record, remote, headers, failed);
       }
       deliveries.awaitAll();
-      for (Failed f : failed) {
-        if (!(f.isRefusal && spec.tolerateRefusals)) {
-          throw new DeliveryFailed("flow " + spec.flow + ": " + f.refusal.describe()
+      for (Copies.Failure f : failed) {
+        Refusal refusal = Refusal.of(f.record, spec.remoteTopic(f.record.topic), f.error);
+        if (!(Refusal.isRefusal(f.error) && spec.tolerateRefusals)) {
+          throw new DeliveryFailed("flow " + spec.flow + ": " + refusal.describe()
               + (failed.size() > 1 ? " (and " + (failed.size() - 1) + " more)" : ""));
         }
-        refused.add(f);
+        refused.add(new Refused(f.record, refusal));
       }
       deadLetter(producer, refused, logs, deliveries);
     } catch (RuntimeException | Error e) {
@@ -93,10 +84,10 @@ final class AtLeastOnceWriter {
 
   /** Count the refused records and write them to the dead-letter topic, if there is one. */
   private void deadLetter(
-      KafkaProducer<byte[], byte[]> producer, List<Failed> refused, PartitionLogs logs,
+      KafkaProducer<byte[], byte[]> producer, List<Refused> refused, PartitionLogs logs,
       Deliveries deliveries) {
     ConcurrentLinkedQueue<Exception> errors = new ConcurrentLinkedQueue<>();
-    for (Failed f : refused) {
+    for (Refused f : refused) {
       PartitionLog log = logs.of(f.record);
       log.refusals.add(f.refusal);
       if (spec.deadLetterTopic != null) {

@@ -1,5 +1,7 @@
 package io.mirrorline.writer;
 
+import java.util.Queue;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -54,6 +56,31 @@ final class Copies {
     return new Refusal(record.topic, record.partition, record.offset, remote, "MESSAGE_TOO_LARGE",
         "record too large: about " + size + " bytes, over the topic's max.message.bytes ("
             + limit + ")");
+  }
+
+  /** A record whose delivery report was an error. */
+  static final class Failure {
+    final SourceRecord record;
+    final Exception error;
+
+    Failure(SourceRecord record, Exception error) {
+      this.record = record;
+      this.error = error;
+    }
+  }
+
+  /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
+  void send(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+      SourceRecord record, String remote, Header[] headers, Queue<Failure> failures) {
+    int index = log.noteSent(record);
+    producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
+      if (error == null) {
+        log.delivered(index, metadata.offset());
+      } else {
+        log.refusedAt(index);
+        failures.add(new Failure(record, error));
+      }
+    }));
   }
 
   ProducerRecord<byte[], byte[]> copy(SourceRecord record, String remote, Header[] headers) {

@@ -156,7 +156,7 @@ final class ExactlyOnceWriter {
         return log; // an earlier attempt committed all of it
       }
       producer.beginTransaction();
-      ConcurrentLinkedQueue<Object[]> failures = new ConcurrentLinkedQueue<>();
+      ConcurrentLinkedQueue<Copies.Failure> failures = new ConcurrentLinkedQueue<>();
       ConcurrentLinkedQueue<Exception> deadLetterErrors = new ConcurrentLinkedQueue<>();
       Deliveries deliveries = new Deliveries();
       for (SourceRecord record : pending) {
@@ -170,15 +170,7 @@ final class ExactlyOnceWriter {
           found = copies.oversized(record, headers, remote);
         }
         if (found == null) {
-          int index = log.noteSent(record);
-          producer.send(copies.copy(record, remote, headers), deliveries.track((metadata, error) -> {
-            if (error == null) {
-              log.delivered(index, metadata.offset());
-            } else {
-              log.refusedAt(index);
-              failures.add(new Object[] {record, error});
-            }
-          }));
+          copies.send(producer, deliveries, log, record, remote, headers, failures);
         } else {
           copies.refusedOrRaise(found);
           log.refusals.add(found);
@@ -208,10 +200,10 @@ final class ExactlyOnceWriter {
     }
 
     /** Remember refused records for the next attempt; anything else fails the task. */
-    private void noteRefusals(Collection<Object[]> failures, boolean reused) {
-      for (Object[] failure : failures) {
-        SourceRecord record = (SourceRecord) failure[0];
-        Exception error = (Exception) failure[1];
+    private void noteRefusals(Collection<Copies.Failure> failures, boolean reused) {
+      for (Copies.Failure failure : failures) {
+        SourceRecord record = failure.record;
+        Exception error = failure.error;
         if (reused && isFencing(error)) {
           throw new StaleProducer();
         }

@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 JVM_LIB := $(CURDIR)/.cache/jvm
 PY_STAMP := $(VENV)/.installed
 JVM_STAMP := $(JVM_LIB)/.resolved
-JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml
+JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f)
 PYTEST_ARGS ?=
 
 .PHONY: help setup jdk python jvm demo test bench chaos failover-drill lint clean
@@ -43,7 +43,7 @@ $(JVM_STAMP): $(JVM_INPUTS) $(PY_STAMP) | jdk
 	 have=$$($(BIN)/python -c 'import pyspark; print(pyspark.__version__)'); \
 	 if [ "$$want" != "$$have" ]; then \
 	   echo "error: jvm/pom.xml wants Spark $$want but PySpark $$have is installed"; exit 1; fi
-	@echo ">> resolving JVM artifacts from Maven Central into $(JVM_LIB)"
+	@echo ">> resolving JVM artifacts from Maven Central and building the writer into $(JVM_LIB)"
 	mvn --quiet --batch-mode -s jvm/settings.xml -f jvm/pom.xml -Djvm.lib=$(JVM_LIB) package
 	@touch $@
 
@@ -52,6 +52,7 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Full scale by default; BENCH_ARGS="--records 20000 --latency-seconds 10" for a quick check.
@@ -71,6 +72,7 @@ failover-drill: setup
 
 lint: python
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
 
 clean:
 	-@test -x $(BIN)/mirrorline && $(BIN)/mirrorline dev down --dir .mirrorline/dev >/dev/null 2>&1

@@ -8,8 +8,9 @@ Mirrorline's code:
 
 - Spark's progress events: per micro-batch `triggerExecution` and its parts
   (`latestOffset`, `queryPlanning`, `walCommit`, `addBatch`, `commitOffsets`);
-- the driver's batch function (`FlowRunner._on_batch`) and, inside it, the
-  offset-sync publishing and the progress save;
+- the driver's batch function (`DataPath._on_batch`), and the bookkeeping its
+  committer writes meanwhile (`BatchCommitter._apply`): the offset-sync
+  publishing and the progress save;
 - the executors' writer (`write_batches`), per task: waiting for Arrow input
   (the JVM reading Kafka and converting), the Python produce loop, the wait for
   acknowledgements (`flush`) and the summary;
@@ -44,9 +45,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import replication_benchmark as bench  # noqa: E402  (also puts this checkout's src first)
 
-import mirrorline.engine.flow as flow_module  # noqa: E402
+import mirrorline.engine.batch_writer as batch_writer  # noqa: E402
 from mirrorline.config import load_config  # noqa: E402
 from mirrorline.driver import Driver, select_flows  # noqa: E402
+from mirrorline.engine.batch_commit import BatchCommitter  # noqa: E402
+from mirrorline.engine.data_path import DataPath  # noqa: E402
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher  # noqa: E402
 from mirrorline.engine.progress import ProgressStore  # noqa: E402
 
@@ -152,10 +155,11 @@ class Stopwatch:
 
 def instrument(watch: Stopwatch) -> None:
     """Wrap the driver's per-batch work and ship the timed writer to executors."""
-    flow_module.FlowRunner._on_batch = watch.wrap("on_batch", flow_module.FlowRunner._on_batch)
+    DataPath._on_batch = watch.wrap("on_batch", DataPath._on_batch)
+    BatchCommitter._apply = watch.wrap("commit", BatchCommitter._apply)
     OffsetSyncPublisher.publish = watch.wrap("publish_offset_syncs", OffsetSyncPublisher.publish)
     ProgressStore.save = watch.wrap("save_progress", ProgressStore.save)
-    flow_module.write_batches = timed_write_batches
+    batch_writer.write_batches = timed_write_batches
 
 
 def progress_listener(spark, progress: list[dict]):

@@ -44,7 +44,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.config import ClientSettings, MirrorConfig, load_config
 from mirrorline.control.remote_topics import read_remote_topics
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import ClientConfig, KafkaOperationError
 from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 
 __all__ = [
@@ -104,7 +104,7 @@ class MirrorClient:
     ) -> None:
         self.policy = policy if policy is not None else DefaultReplicationPolicy()
         self.timeout = timeout
-        self._settings = dict(settings)
+        self._settings: ClientConfig = dict(settings)
         self._consumer_settings = dict(consumer_settings or settings)
         servers = _shown_servers(settings)
         self.where = f"cluster {cluster} ({servers})" if cluster else f"the cluster at {servers}"
@@ -221,15 +221,14 @@ class MirrorClient:
     def _topics(self) -> set[str]:
         """Every topic of the cluster except Kafka's own (`__consumer_offsets`...)."""
         if self._admin is None:
-            self._admin = AdminClient(
-                {
-                    # Failures are raised with librdkafka's reason (kept by
-                    # `error_cb`); its log would repeat them every second.
-                    "log_level": 0,
-                    **self._settings,
-                    "error_cb": self._on_client_error,
-                }
-            )
+            config: ClientConfig = {
+                # Failures are raised with librdkafka's reason (kept by
+                # `error_cb`); its log would repeat them every second.
+                "log_level": 0,
+                **self._settings,
+                "error_cb": self._on_client_error,
+            }
+            self._admin = AdminClient(config)
         try:
             metadata = self._admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
@@ -368,7 +367,7 @@ def policy_of_cluster(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     """
     into = [f for f in config.flows if f.target == cluster]
     chosen = [f for f in into if f.enabled] or into
-    policies = {}
+    policies: dict[str, ReplicationPolicy] = {}
     for flow in chosen:
         policy = flow.policy
         if isinstance(policy, IdentityReplicationPolicy):

@@ -19,10 +19,13 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.control.heartbeats import Heartbeats, HeartbeatStatus
-from mirrorline.engine.flow import FlowRunner, FlowStatus
+from mirrorline.engine.context import FlowContext
+from mirrorline.engine.flow import FlowRunner
 from mirrorline.engine.leadership import FlowLeadership, driver_id
+from mirrorline.engine.status import FlowStatus
 
 log = logging.getLogger(__name__)
 
@@ -33,23 +36,23 @@ class NoFlowsError(ValueError):
     """The configuration (after `--clusters`) leaves nothing for the driver to do."""
 
 
-# Control loops that are configured (often by MM2's defaults) but not built yet.
-_NOT_YET = {
-    "sync.topic.acls.enabled": "topic ACL sync",
-}
+def _not_built(settings: FlowSettings) -> list[str]:
+    """Control loops that are configured (often by MM2's defaults) but not built yet."""
+    return ["topic ACL sync"] if settings.intervals.sync_topic_acls is not None else []
 
 
 def check_supported(flows: Iterable[FlowConfig]) -> list[str]:
     """Notes on configured loops not built yet and on settings that have no effect."""
     notes = []
     for flow in flows:
-        missing = [what for name, what in _NOT_YET.items() if flow.value(name)]
+        settings = FlowSettings.of(flow)
+        missing = _not_built(settings)
         if missing:
             notes.append(f"flow {flow.name}: not performed by this version: {', '.join(missing)}")
-        dead_letter = flow.setting("errors.deadletterqueue.topic.name")
-        if dead_letter.value and flow.value("errors.tolerance") != "all":
+        if settings.dead_letter_topic and not settings.tolerate_refusals:
+            origin = flow.setting("errors.deadletterqueue.topic.name").origin
             notes.append(
-                f"flow {flow.name}: errors.deadletterqueue.topic.name ({dead_letter.origin}) "
+                f"flow {flow.name}: errors.deadletterqueue.topic.name ({origin}) "
                 "is unused: refused records stop the flow unless errors.tolerance = all"
             )
     return notes
@@ -87,10 +90,11 @@ class Driver:
         (`control.heartbeats.heartbeat_flows_for`); none by default."""
         self.flows = flows
         self.driver_id = driver_id()
-        self.runners = [
-            FlowRunner(flow, spark, work_dir, FlowLeadership.for_flow(flow, self.driver_id))
-            for flow in flows
-        ]
+        self.runners = []
+        for flow in flows:
+            context = FlowContext(flow)
+            leadership = FlowLeadership.for_flow(context, self.driver_id)
+            self.runners.append(FlowRunner(context, spark, work_dir, leadership))
         self.heartbeats = Heartbeats(heartbeat_flows)
 
     def run(

@@ -56,7 +56,7 @@ class OffsetSync:
         return _Writer().int64(self.upstream_offset).int64(self.downstream_offset).bytes()
 
     @classmethod
-    def decode(cls, key: bytes, value: bytes) -> OffsetSync:
+    def decode(cls, key: bytes | None, value: bytes | None) -> OffsetSync:
         k, v = _Reader(key, "offset sync key"), _Reader(value, "offset sync value")
         sync = cls(k.string(), k.int32(), v.int64(), v.int64())
         k.end()
@@ -93,7 +93,7 @@ class Checkpoint:
         )
 
     @classmethod
-    def decode(cls, key: bytes, value: bytes) -> Checkpoint:
+    def decode(cls, key: bytes | None, value: bytes | None) -> Checkpoint:
         k, v = _Reader(key, "checkpoint key"), _Reader(value, "checkpoint value")
         group, topic, partition = k.string(), k.string(), k.int32()
         v.version()
@@ -118,7 +118,7 @@ class Heartbeat:
         return _Writer().int16(FORMAT_VERSION).int64(self.timestamp).bytes()
 
     @classmethod
-    def decode(cls, key: bytes, value: bytes) -> Heartbeat:
+    def decode(cls, key: bytes | None, value: bytes | None) -> Heartbeat:
         k, v = _Reader(key, "heartbeat key"), _Reader(value, "heartbeat value")
         source, target = k.string(), k.string()
         v.version()
@@ -161,7 +161,7 @@ class _Writer:
 
 
 class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
+    def __init__(self, data: bytes | None, what: str) -> None:
         if data is None:
             raise FormatError(f"{what} is null")
         self._data = memoryview(data)

@@ -5,6 +5,8 @@
 
 - ``kafka``: an Apache Kafka broker, for dev clusters and integration tests;
 - ``spark-kafka``: Spark's Kafka connector at the installed PySpark version;
+- ``mirrorline-writer``: Mirrorline's own writer (built from `jvm/writer`), which
+  Spark's executors run to write each micro-batch to the target cluster;
 - ``mirrormaker``: MirrorMaker 2 and Kafka's command-line tools (``kafka-consumer-groups``),
   for side-by-side benchmarks and compatibility tests.
 """

@@ -2,15 +2,73 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+# librdkafka settings as confluent-kafka takes them: names to strings, numbers,
+# flags and, for callbacks such as `error_cb`, functions.
+ClientConfig = dict[str, Any]
+
 
 class KafkaOperationError(RuntimeError):
     """A Kafka request failed; the message names the cluster, the object and the error."""
+
+
+class ClusterClients:
+    """How one part of Mirrorline reaches one cluster: a shared admin client and the
+    settings of the producers and consumers each user creates for itself.
+
+    The admin client is created on first use and shared by every user (librdkafka
+    clients are thread-safe; each one holds threads and connections of its own, so
+    one per cluster rather than one per user). Producers and consumers are not
+    shared: each has a purpose of its own (a transactional id, a group, an
+    isolation level). `close()` releases the admin client, once, when every user
+    is done.
+    """
+
+    def __init__(
+        self,
+        alias: str,
+        *,
+        admin: Mapping[str, Any],
+        producer: Mapping[str, Any],
+        consumer: Mapping[str, Any],
+    ) -> None:
+        self.alias = alias
+        self.admin_settings: ClientConfig = dict(admin)
+        self.producer_settings: ClientConfig = dict(producer)
+        self.consumer_settings: ClientConfig = dict(consumer)
+        self._lock = threading.Lock()
+        self._admin: AdminClient | None = None
+        self._closed = False
+
+    @classmethod
+    def of(cls, alias: str, settings: Mapping[str, Any]) -> ClusterClients:
+        """The same settings for every client (a plain cluster: tests, tools)."""
+        return cls(alias, admin=settings, producer=settings, consumer=settings)
+
+    @property
+    def admin(self) -> AdminClient:
+        with self._lock:
+            if self._closed:
+                raise KafkaOperationError(f"the clients of cluster {self.alias} are closed")
+            if self._admin is None:
+                self._admin = AdminClient(dict(self.admin_settings))
+            return self._admin
+
+    def close(self) -> None:
+        """Release the admin client; later uses raise `KafkaOperationError`."""
+        with self._lock:
+            self._admin = None
+            self._closed = True
+
+    def __repr__(self) -> str:
+        return f"ClusterClients({self.alias!r})"
 
 
 # What librdkafka answers for a topic (or partition) the cluster does not have.
@@ -114,9 +172,10 @@ def read_to_end(
                 )
             # A short wait: a small topic is read in one fetch, not in one timeout.
             for msg in consumer.consume(1000, timeout=0.05):
-                if msg.error():
-                    raise KafkaOperationError(f"reading {topic}: {msg.error().str()}")
-                position = msg.offset() + 1
+                error = msg.error()
+                if error is not None:
+                    raise KafkaOperationError(f"reading {topic}: {error.str()}")
+                position = (msg.offset() or 0) + 1
                 yield msg
             # Compaction and transaction markers leave offsets without records.
             position = max(position, consumer.position([tp])[0].offset)
@@ -188,29 +247,36 @@ class AckedWriter:
             self._producer = producer
         return self._producer
 
-    def _write(self, topic, records, partition, timeout) -> int:
-        self._open(timeout)
+    def _write(
+        self,
+        topic: str,
+        records: Iterable[tuple[bytes, bytes | None]],
+        partition: int | None,
+        timeout: float,
+    ) -> int:
+        producer = self._open(timeout)
         if self._transactional:
-            self._producer.begin_transaction()
+            producer.begin_transaction()
         errors: list[str] = []
 
-        def delivered(error, _msg) -> None:
+        def delivered(error: KafkaError | None, _msg: Message) -> None:
             if error is not None:
                 errors.append(error.str())
 
-        extra = {"partition": partition} if partition is not None else {}
+        # -1: librdkafka's partitioner chooses (the default when none is given).
+        number = partition if partition is not None else -1
         count = 0
         for key, value in records:
-            self._producer.produce(topic, key=key, value=value, on_delivery=delivered, **extra)
+            producer.produce(topic, key=key, value=value, partition=number, on_delivery=delivered)
             count += 1
-        remaining = self._producer.flush(timeout)
+        remaining = producer.flush(timeout)
         if remaining or errors:
             detail = errors[0] if errors else f"{remaining} records unacknowledged"
             if self._transactional:
                 self._producer = None  # its transaction is left to be aborted by the next one
             raise KafkaOperationError(f"{self._what} not written to {topic}: {detail}")
         if self._transactional:
-            self._producer.commit_transaction(timeout)
+            producer.commit_transaction(timeout)
         return count
 
     def close(self, timeout: float = 5.0) -> None:

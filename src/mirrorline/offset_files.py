@@ -224,12 +224,11 @@ def _entry(where: str, raw: dict[str, Any], problems: list[str]) -> GroupOffset 
     metadata = raw.get("metadata", "")
     if not isinstance(metadata, str):
         found.append(f"metadata must be a string, got {metadata!r}")
-    if found:
+    partition, offset = numbers["partition"], numbers["offset"]
+    if found or not isinstance(topic, str) or partition is None or offset is None:
         problems.append(f"{where}: {'; '.join(found)}")
         return None
-    return GroupOffset(
-        topic, numbers["partition"], numbers["offset"], numbers["upstream_offset"], metadata
-    )
+    return GroupOffset(topic, partition, offset, numbers["upstream_offset"], metadata)
 
 
 def _non_negative(value: Any) -> int | None:

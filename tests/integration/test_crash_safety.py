@@ -8,8 +8,9 @@ headers and timestamp, in source order per partition:
 
 - at-least-once (the default): the only extra records are re-read runs, each
   starting at a restart, going back to an earlier source record and continuing
-  in order; one kill re-writes at most one micro-batch
-  (`max.poll.records` x partitions records);
+  in order; one kill re-writes at most two micro-batches
+  (`max.poll.records` x partitions records each: the driver saves one batch's
+  progress while the next one is written);
 - exactly-once (`exactly.once.source.support = enabled`, read back with
   `isolation.level=read_committed`): every record exactly once.
 

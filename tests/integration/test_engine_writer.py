@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import random
 
-from mirrorline.engine.writer import RESULT_DDL, WriteSpec, write_batches
+from mirrorline.engine.batch_writer import WriteSpec, write_batch
 from mirrorline.formats import OffsetSync  # noqa: F401 - syncs are checked as MM2 would read them
 from support.kafka_io import (
     Record,
@@ -44,9 +43,7 @@ def _replicate_once(spark, source: str, target: str, topic: str, remote: str):
     summaries = []
 
     def each_batch(df, _batch_id):
-        summaries.extend(
-            df.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
-        )
+        summaries.extend(write_batch(df, spec, "test-writer"))
 
     query = (
         spark.readStream.format("kafka")
@@ -100,14 +97,14 @@ def test_records_arrive_identical_in_partition_order_with_exact_syncs(two_cluste
     source_at = {(r.partition, r.offset): r for r in sent}
     for summary in summaries:
         assert summary.syncs, "every partition batch publishes syncs"
-        for sync in summary.syncs:
-            original = source_at[(summary.partition, sync.upstream)]
-            copy = where[(summary.partition, sync.downstream)]
+        for upstream, downstream in summary.syncs:
+            original = source_at[(summary.partition, upstream)]
+            copy = where[(summary.partition, downstream)]
             assert (copy.key, copy.value, copy.timestamp) == (
                 original.key,
                 original.value,
                 original.timestamp,
             )
-        ups = [s.upstream for s in summary.syncs]
+        ups = [upstream for upstream, _ in summary.syncs]
         assert ups[0] == summary.first_offset and ups[-1] == summary.last_offset
         assert max((b - a for a, b in zip(ups, ups[1:], strict=False)), default=0) <= 100

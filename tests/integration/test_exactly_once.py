@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.engine.batch_writer import WriteSpec, write_batch
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
-from mirrorline.engine.transactional import position_group, transactional_id
-from mirrorline.engine.writer import RESULT_DDL, ExactlyOnceSpec, WriteSpec, write_batches
+from mirrorline.engine.sync_points import sync_points_of_runs
+from mirrorline.engine.transactional import ExactlyOnceSpec, position_group, transactional_id
+from mirrorline.kafka import ClusterClients
 from support.driving import running_driver, write_config
 from support.kafka_io import Record, consume, create_topic, end_offsets, produce, unique_name
 from support.wait import wait_until
@@ -43,8 +44,7 @@ def _write_range(spark, east, topic: str, spec: WriteSpec, ending: dict[int, int
         .option("includeHeaders", "true")
         .load()
     )
-    rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
-    return {r.partition: r for r in rows}
+    return {r.partition: r for r in write_batch(frame, spec, "test-exactly-once")}
 
 
 def _values(bootstrap: str, topic: str, expected: int) -> dict[int, list[bytes]]:
@@ -59,13 +59,7 @@ def _values(bootstrap: str, topic: str, expected: int) -> dict[int, list[bytes]]
 
 def _progress(west) -> ProgressStore:
     settings = {"bootstrap.servers": west.bootstrap_servers}
-    store = ProgressStore(
-        FLOW,
-        admin_settings=settings,
-        producer_settings=settings,
-        consumer_settings=settings,
-        replication_factor=1,
-    )
+    store = ProgressStore(FLOW, ClusterClients.of("west", settings), replication_factor=1)
     store.ensure_topic()
     return store
 
@@ -109,13 +103,13 @@ def test_a_replayed_batch_writes_nothing_twice(two_clusters, spark):
     expected = {p: [f"{p}-{i}".encode() for i in range(1500)] for p in range(3)}
     assert _values(west.bootstrap_servers, remote, 4500) == expected
     assert len(sent) == 3000
-    # Progress was committed by the tasks, with the syncs of their last batch.
+    # Progress was committed by the tasks, with the offset mapping of their last batch.
     saved = progress.load_state()
     assert {tp: o for tp, o in saved.next_offsets.items() if tp[0] == topic} == {
         (topic, p): 1500 for p in range(3)
     }
     for p in range(3):
-        syncs = saved.last_syncs[(topic, p)]
+        syncs = sync_points_of_runs(saved.last_runs[(topic, p)], 100)
         assert syncs[0][0] == 1000 and syncs[-1][0] == 1499
     progress.close()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import mirrorline
 from mirrorline.engine.leadership import FlowLeadership
+from mirrorline.kafka import ClusterClients
 from support.driving import running_driver, write_config
 from support.kafka_io import Record, create_topic, end_offsets, produce, unique_name
 from support.wait import assert_stays, wait_until
@@ -21,9 +22,7 @@ def _leadership(cluster, flow: str, client_id: str) -> FlowLeadership:
     settings = {"bootstrap.servers": cluster.bootstrap_servers}
     return FlowLeadership(
         flow,
-        cluster.alias,
-        consumer_settings=settings,
-        admin_settings=settings,
+        ClusterClients.of(cluster.alias, settings),
         replication_factor=1,
         client_id=client_id,
     )
@@ -69,12 +68,10 @@ _MEMBER = textwrap.dedent(
     """
     import sys, time
     from mirrorline.engine.leadership import FlowLeadership
+    from mirrorline.kafka import ClusterClients
     bootstrap, flow = sys.argv[1], sys.argv[2]
-    settings = {"bootstrap.servers": bootstrap}
-    leadership = FlowLeadership(
-        flow, "west", consumer_settings=settings, admin_settings=settings,
-        replication_factor=1, client_id="paused",
-    )
+    clients = ClusterClients.of("west", {"bootstrap.servers": bootstrap})
+    leadership = FlowLeadership(flow, clients, replication_factor=1, client_id="paused")
     leadership.start()
     last = "unknown"
     while True:

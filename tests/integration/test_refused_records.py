@@ -135,7 +135,7 @@ def test_tolerant_mode_skips_counts_and_dead_letters_the_refused_record(
     assert headers["mirrorline.error.partition"] == "0"
     assert headers["mirrorline.error.offset"] == "4"
     assert headers["mirrorline.error.target.topic"] == remote
-    assert headers["mirrorline.error.code"] == "MSG_SIZE_TOO_LARGE"
+    assert headers["mirrorline.error.code"] == "MESSAGE_TOO_LARGE"
     assert "too large" in headers["mirrorline.error.message"]
 
 

@@ -15,6 +15,7 @@ from mirrorline.control.remote_topics import (
     RemoteTopicPublisher,
     read_remote_topics,
 )
+from mirrorline.engine.context import FlowContext
 from mirrorline.kafka import read_to_end
 from support.kafka_io import admin, create_topic, delete_topics, topic_names
 
@@ -38,7 +39,7 @@ def test_publishes_changes_only_and_removes_topics_no_longer_replicated(two_clus
     settings = {"bootstrap.servers": west.bootstrap_servers}
     src = flow.source
 
-    publisher = RemoteTopicPublisher(flow)
+    publisher = RemoteTopicPublisher(FlowContext(flow))
     try:
         assert publisher.publish({"orders": 3, "audit": 1}) == 2
         assert read_remote_topics(settings)[flow.name] == {
@@ -53,7 +54,7 @@ def test_publishes_changes_only_and_removes_topics_no_longer_replicated(two_clus
 
     # A restarted driver reads what is published: nothing to write when nothing changed,
     # and what changed while it was away is corrected.
-    restarted = RemoteTopicPublisher(flow)
+    restarted = RemoteTopicPublisher(FlowContext(flow))
     try:
         assert restarted.publish({"orders": 4}) == 0
         assert restarted.publish({}) == 1
@@ -79,7 +80,7 @@ def test_remote_topics_of_an_identity_flow_are_found_through_the_metadata(two_cl
     settings = {"bootstrap.servers": west.bootstrap_servers}
     kept, missing = f"orders-{uuid.uuid4().hex[:6]}", f"gone-{uuid.uuid4().hex[:6]}"
     create_topic(west.bootstrap_servers, kept)  # the identity-named copy on the target
-    publisher = RemoteTopicPublisher(flow)
+    publisher = RemoteTopicPublisher(FlowContext(flow))
     try:
         publisher.publish({kept: 1, missing: 1})  # `missing` has no copy on the target
         assert flow.remote_topic(kept) == kept

@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mirrorline.engine.flow import GAP_CHECK_S
+from mirrorline.engine.loops import GAP_CHECK_S
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,

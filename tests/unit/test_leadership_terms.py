@@ -9,7 +9,6 @@ import socket
 from rich.console import Console
 
 from mirrorline.cli import driver_cmd
-from mirrorline.engine.flow import FlowStatus
 from mirrorline.engine.leadership import (
     LEADERSHIP_TOPIC,
     SESSION_TIMEOUT_MS,
@@ -20,6 +19,7 @@ from mirrorline.engine.leadership import (
     group_id,
     holder,
 )
+from mirrorline.engine.status import FlowStatus
 from mirrorline.policy import DefaultReplicationPolicy
 
 

@@ -20,7 +20,7 @@ from mirrorline.driver import (
     check_supported,
     select_flows,
 )
-from mirrorline.engine.flow import FlowStatus
+from mirrorline.engine.status import FlowStatus
 from mirrorline.jvm import JvmSetupError
 
 out = Console()

@@ -199,7 +199,7 @@ def apply(
                 offsets = read_offsets_file(from_file, group=group, target=target)
             except OffsetsFileError as exc:
                 raise _Failure(f"{from_file} cannot be applied", EXIT_USAGE, exc.problems) from None
-        else:
+        elif source is not None:
             offsets = _checkpointed(loaded, source, cluster, group)
         outcome = _apply(cluster, group, offsets, dry_run, allow_backwards)
     except _Failure as failure:

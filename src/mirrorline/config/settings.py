@@ -147,7 +147,8 @@ _SPECS = [
         "tasks.max",
         "1",
         lambda t: parse_int(t, minimum=1),
-        "Parallelism of the flow (Connect tasks in MM2; Spark partitions per batch here).",
+        "Most Spark tasks per micro-batch (Connect tasks in MM2). Unset: one task per "
+        "source partition; the default 1 is MM2's and is not applied.",
     ),
     SettingSpec(
         "replication.factor",

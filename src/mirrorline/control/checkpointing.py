@@ -39,12 +39,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import CheckpointKey, read_checkpoints
-from mirrorline.config.model import FlowConfig
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
+from mirrorline.engine.context import FlowContext
 from mirrorline.formats import Checkpoint
 from mirrorline.group_offsets import (
     ActiveGroupError,
@@ -54,7 +53,8 @@ from mirrorline.group_offsets import (
     describe_group,
     plan_moves,
 )
-from mirrorline.kafka import AckedWriter, KafkaOperationError, ensure_topic
+from mirrorline.internal_topic import InternalTopic
+from mirrorline.kafka import KafkaOperationError
 
 log = logging.getLogger(__name__)
 
@@ -82,15 +82,19 @@ class CheckpointStats:
 class Checkpointer:
     """Emits one flow's checkpoints and, when enabled, syncs its groups' offsets."""
 
-    def __init__(self, flow: FlowConfig) -> None:
-        self.flow = flow
+    def __init__(self, context: FlowContext) -> None:
+        self.flow = flow = context.flow
         self.topic = flow.checkpoints_topic
-        self._source_admin = AdminClient(dict(flow.client_settings("source", "admin")))
-        self._target_admin = AdminClient(dict(flow.client_settings("target", "admin")))
-        self._source_consumer = dict(flow.client_settings("source", "consumer"))
-        self._target_consumer = dict(flow.client_settings("target", "consumer"))
-        self._writer = AckedWriter(
-            flow.client_settings("target", "producer"), f"flow {flow.name}: checkpoints"
+        self._source = context.source
+        self._target = context.target
+        self._source_consumer = context.source.consumer_settings
+        self._target_consumer = context.target.consumer_settings
+        self._topic = InternalTopic(
+            self.topic,
+            context.target,
+            what=f"flow {flow.name}: checkpoints",
+            config={"cleanup.policy": "compact"},
+            replication_factor=context.settings.checkpoints_replication_factor,
         )
         self._groups: list[str] = []
         self._emitted: dict[CheckpointKey, Checkpoint] | None = None  # None: not read yet
@@ -114,20 +118,14 @@ class Checkpointer:
         """
         if self._emitted is not None:
             return self._emitted
-        ensure_topic(
-            self._target_admin,
-            self.topic,
-            partitions=1,
-            replication_factor=int(self.flow.value("checkpoints.topic.replication.factor")),
-            config={"cleanup.policy": "compact"},
-        )
+        self._topic.ensure()
         self._emitted = read_checkpoints(self._target_consumer, self.topic)
         return self._emitted
 
     def refresh_groups(self) -> list[str]:
         """The source's consumer groups that the flow checkpoints."""
         try:
-            listed = self._source_admin.list_consumer_groups(request_timeout=_TIMEOUT_S).result(
+            listed = self._source.admin.list_consumer_groups(request_timeout=_TIMEOUT_S).result(
                 _TIMEOUT_S
             )
         except KafkaException as exc:
@@ -180,7 +178,7 @@ class Checkpointer:
                     translation = reverse.inverse((name, partition), committed.offset)
                 else:
                     continue
-                if not translation.ok:
+                if translation.offset is None:
                     untranslated.append(_describe(group, topic, partition, committed, translation))
                     continue
                 checkpoint = Checkpoint(
@@ -189,7 +187,7 @@ class Checkpointer:
                 if emitted.get((group, name, partition)) != checkpoint:
                     changed.append((checkpoint, read_at))
         if changed:
-            self._writer.write(self.topic, ((c.key(), c.value()) for c, _ in changed), partition=0)
+            self._topic.write((c.key(), c.value()) for c, _ in changed)
             acknowledged = time.monotonic()
             for checkpoint, _ in changed:
                 emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
@@ -211,7 +209,7 @@ class Checkpointer:
         moved = 0
         for group, offsets in sorted(wanted.items()):
             on_target = describe_group(
-                self._target_admin,
+                self._target.admin,
                 group,
                 consumer_settings=self._target_consumer,
                 partitions=offsets,
@@ -235,7 +233,7 @@ class Checkpointer:
                 )
             self._held_back += len(plan.held_back)
             try:
-                commit_offsets(self._target_admin, group, plan.moves, _TIMEOUT_S)
+                commit_offsets(self._target.admin, group, plan.moves, _TIMEOUT_S)
             except ActiveGroupError:
                 self._skipped_active += 1  # a consumer joined since: its offsets win
                 continue
@@ -259,7 +257,7 @@ class Checkpointer:
         )
 
     def close(self) -> None:
-        self._writer.close()
+        self._topic.close()
 
     def _came_from_target(self, topic: str) -> bool:
         return self.flow.policy.topic_source(topic) == self.flow.target
@@ -267,7 +265,7 @@ class Checkpointer:
     def _from_target(self) -> dict[str, int]:
         """Remote topics on the source that came from the target: a group's way back."""
         try:
-            topics = self._source_admin.list_topics(timeout=_TIMEOUT_S).topics
+            topics = self._source.admin.list_topics(timeout=_TIMEOUT_S).topics
         except KafkaException as exc:
             raise KafkaOperationError(
                 f"cannot list the topics of {self.flow.source}: {exc.args[0].str()}"

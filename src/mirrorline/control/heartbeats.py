@@ -40,9 +40,10 @@ from dataclasses import dataclass, replace
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.formats import Heartbeat
-from mirrorline.kafka import KafkaOperationError, ensure_topic
+from mirrorline.kafka import ClientConfig, KafkaOperationError, ensure_topic
 
 log = logging.getLogger(__name__)
 
@@ -144,15 +145,16 @@ class HeartbeatEmitter:
     """Writes one flow's heartbeats into its target: `beat()` once, `run()` on schedule."""
 
     def __init__(self, flow: FlowConfig) -> None:
-        interval = flow.interval("emit.heartbeats")
+        settings = FlowSettings.of(flow)
+        interval = settings.intervals.emit_heartbeats
         if interval is None:
             raise ValueError(f"flow {flow.name} does not emit heartbeats")
         self.flow = flow
         self.topic = flow.heartbeats_topic
-        self.interval = interval.total_seconds()
+        self.interval = interval
         self.tracker = BeatTracker(flow.name, flow.target, self.topic)
-        self._replication_factor = int(flow.value("heartbeats.topic.replication.factor"))
-        common = {
+        self._replication_factor = settings.heartbeats_replication_factor
+        common: ClientConfig = {
             # A missing topic is created by `_ensure_topic` with MM2's settings,
             # never by the broker with its defaults (not compacted).
             "allow.auto.create.topics": False,

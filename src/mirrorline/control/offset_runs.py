@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Message
 
 from mirrorline.control.translation import Changes, Run, SourcePartition
 from mirrorline.formats import json_record
-from mirrorline.kafka import AckedWriter, ensure_topic, read_to_end
+from mirrorline.internal_topic import COMPACTED, InternalTopic
+from mirrorline.kafka import ClusterClients, read_to_end
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,7 @@ RUNS_TOPIC = "mirrorline.offset-runs.internal"
 FORMAT_VERSION = 1
 
 _TOPIC_CONFIG = {
-    "cleanup.policy": "compact",
-    "min.compaction.lag.ms": "0",
+    **COMPACTED,
     "min.cleanable.dirty.ratio": "0.1",
     "segment.ms": "60000",
 }
@@ -50,45 +50,36 @@ _TOPIC_CONFIG = {
 class RunLog:
     """Writes one flow's run changes to the runs topic and reads them back at start."""
 
-    def __init__(
-        self,
-        flow: str,
-        *,
-        admin_settings: Mapping[str, object],
-        producer_settings: Mapping[str, object],
-        consumer_settings: Mapping[str, object],
-        replication_factor: int = -1,
-    ) -> None:
+    def __init__(self, flow: str, target: ClusterClients, *, replication_factor: int = -1) -> None:
         self.flow = flow
-        self._admin_settings = dict(admin_settings)
-        self._consumer_settings = dict(consumer_settings)
-        self._replication_factor = replication_factor
-        self._writer = AckedWriter(producer_settings, f"flow {flow}: offset runs")
-
-    def ensure_topic(self) -> None:
-        ensure_topic(
-            AdminClient(self._admin_settings),
+        self._topic = InternalTopic(
             RUNS_TOPIC,
-            partitions=1,
-            replication_factor=self._replication_factor,
+            target,
+            what=f"flow {flow}: offset runs",
             config=_TOPIC_CONFIG,
+            replication_factor=replication_factor,
         )
 
+    def ensure_topic(self) -> None:
+        self._topic.ensure()
+
     def load(self, timeout: float = 60.0) -> list[tuple[SourcePartition, Run]]:
-        return read_runs(self._consumer_settings, self.flow, timeout=timeout)
+        return runs_of(self.flow, self._topic.read(timeout=timeout))
 
     def persist(self, changes: Changes, timeout: float = 60.0) -> None:
         """Write the runs that changed and delete the removed ones; waits for the acks."""
         if not changes:
             return
-        records = [(_key(self.flow, p, start), None) for p, start in sorted(changes.deletes)]
+        records: list[tuple[bytes, bytes | None]] = [
+            (_key(self.flow, p, start), None) for p, start in sorted(changes.deletes)
+        ]
         records += [
             (_key(self.flow, p, start), _value(run)) for (p, start), run in changes.upserts.items()
         ]
-        self._writer.write(RUNS_TOPIC, records, partition=0, timeout=timeout)
+        self._topic.write(records, timeout=timeout)
 
     def close(self) -> None:
-        self._writer.close()
+        self._topic.close()
 
 
 def read_runs(
@@ -104,23 +95,30 @@ def read_runs(
     order `TranslationStore.load` expects. With `missing_ok`, a cluster without
     a runs topic has no runs.
     """
+    records = read_to_end(consumer_settings, RUNS_TOPIC, missing_ok=missing_ok, timeout=timeout)
+    return runs_of(flow, records)
+
+
+def runs_of(flow: str, records: Iterable[Message]) -> list[tuple[SourcePartition, Run]]:
+    """The latest record of each run of `flow` among the runs topic's `records`, in order."""
     runs: dict[tuple[SourcePartition, int], tuple[int, Run]] = {}
-    for msg in read_to_end(consumer_settings, RUNS_TOPIC, missing_ok=missing_ok, timeout=timeout):
+    for msg in records:
+        offset = msg.offset() or 0
         try:
-            key = json.loads(msg.key())
+            key = json.loads(msg.key() or b"")
             if key["flow"] != flow:
                 continue
             slot = ((key["topic"], int(key["partition"])), int(key["run"]))
             if msg.value() is None:
                 runs.pop(slot, None)
                 continue
-            value = json.loads(msg.value())
+            value = json.loads(msg.value() or b"")
             if value.get("version") != FORMAT_VERSION:
                 continue
             run = Run(int(value["upstream"]), int(value["downstream"]), int(value["records"]))
-            runs[slot] = (msg.offset(), run)
-        except (TypeError, ValueError, KeyError):
-            log.warning("%s offset %d is not an offset run, skipped", RUNS_TOPIC, msg.offset())
+            runs[slot] = (offset, run)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            log.warning("%s offset %d is not an offset run, skipped", RUNS_TOPIC, offset)
     ordered = sorted(runs.items(), key=lambda item: item[1][0])
     return [(partition, run) for (partition, _), (_, run) in ordered]
 

@@ -29,15 +29,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaException, Message
 
-from mirrorline.config.model import FlowConfig
+from mirrorline.engine.context import FlowContext
 from mirrorline.formats import json_record
-from mirrorline.kafka import AckedWriter, KafkaOperationError, ensure_topic, read_to_end
+from mirrorline.internal_topic import InternalTopic
+from mirrorline.kafka import KafkaOperationError, read_to_end
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,8 @@ def metadata_value(source: str, target: str, topic: str, remote_topic: str, now_
 
 def decode_metadata(key: bytes | None, value: bytes | None) -> tuple[str, str, str | None] | None:
     """(flow, source topic, remote topic or None for a removal), or None for another format."""
+    if key is None:
+        return None
     try:
         k = json.loads(key)
         if k.get("version") != FORMAT_VERSION:
@@ -112,20 +114,20 @@ class RemoteTopicPublisher:
 
     def __init__(
         self,
-        flow: FlowConfig,
+        context: FlowContext,
         *,
         topic: str = METADATA_TOPIC,
         timeout: float = _TIMEOUT_S,
     ) -> None:
-        self.flow = flow
+        self.flow = context.flow
         self.topic = topic
         self._timeout = timeout
-        self._admin_settings = dict(flow.client_settings("target", "admin"))
-        self._consumer_settings = dict(flow.client_settings("target", "consumer"))
-        self._replication_factor = int(flow.value("replication.factor"))
-        self._writer = AckedWriter(
-            flow.client_settings("target", "producer"),
-            f"flow {flow.name}: remote-topic metadata (cluster {flow.target})",
+        self._topic = InternalTopic(
+            topic,
+            context.target,
+            what=f"flow {self.flow.name}: remote-topic metadata (cluster {self.flow.target})",
+            config=_TOPIC_CONFIG,
+            replication_factor=context.settings.replication_factor,
         )
         self._published: dict[str, str] | None = None  # None until read from the topic
 
@@ -142,7 +144,7 @@ class RemoteTopicPublisher:
         if not changes:
             return 0
         now_ms = int(time.time() * 1000)
-        records = [
+        records: list[tuple[bytes, bytes | None]] = [
             (
                 metadata_key(self.flow.name, topic),
                 metadata_value(self.flow.source, self.flow.target, topic, remote, now_ms),
@@ -150,7 +152,7 @@ class RemoteTopicPublisher:
             for topic, remote in changes.upserts.items()
         ]
         records += [(metadata_key(self.flow.name, topic), None) for topic in changes.removals]
-        self._writer.write(self.topic, records, timeout=self._timeout)
+        self._topic.write(records, timeout=self._timeout)
         published.update(changes.upserts)
         for topic in changes.removals:
             del published[topic]
@@ -164,20 +166,13 @@ class RemoteTopicPublisher:
         return len(records)
 
     def close(self) -> None:
-        self._writer.close()
+        self._topic.close()
 
     def _load(self) -> dict[str, str]:
         if self._published is None:
             try:
-                ensure_topic(
-                    AdminClient(self._admin_settings),
-                    self.topic,
-                    partitions=1,
-                    replication_factor=self._replication_factor,
-                    config=_TOPIC_CONFIG,
-                    timeout=self._timeout,
-                )
-                entries = _read(self._consumer_settings, self.topic, self._timeout)
+                self._topic.ensure(timeout=self._timeout)
+                entries = _pairs(self._topic.read(missing_ok=True, timeout=self._timeout))
             except (KafkaException, KafkaOperationError) as exc:
                 reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
                 raise KafkaOperationError(
@@ -201,14 +196,12 @@ def read_remote_topics(
     the answer is then empty. A cluster that does not answer raises
     `KafkaOperationError`.
     """
-    return _read(consumer_settings, topic, timeout)
+    return _pairs(read_to_end(consumer_settings, topic, missing_ok=True, timeout=timeout))
 
 
-def _read(
-    consumer_settings: Mapping[str, object], topic: str, timeout: float
-) -> dict[str, dict[str, str]]:
+def _pairs(records: Iterable[Message]) -> dict[str, dict[str, str]]:
     flows: dict[str, dict[str, str]] = {}
-    for msg in read_to_end(consumer_settings, topic, missing_ok=True, timeout=timeout):
+    for msg in records:
         entry = decode_metadata(msg.key(), msg.value())
         if entry is None:
             continue

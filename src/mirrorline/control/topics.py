@@ -32,7 +32,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from mirrorline.config.model import FlowConfig
+from mirrorline.engine.context import FlowContext
+from mirrorline.kafka import KafkaOperationError
 
 # Short enough that an unreachable cluster delays only this flow's loop, briefly.
 _TIMEOUT_S = 10.0
@@ -51,10 +52,10 @@ class TopicProblem:
 class TopicManager:
     """The topic side of one flow: creation, partitions and configs on the target."""
 
-    def __init__(self, flow: FlowConfig, source_admin: AdminClient, target_admin: AdminClient):
-        self.flow = flow
-        self._source = source_admin
-        self._target = target_admin
+    def __init__(self, context: FlowContext) -> None:
+        self.flow = context.flow
+        self._clients = (context.source, context.target)
+        self._replication_factor = context.settings.replication_factor
         self._lock = threading.Lock()
         self._ready: dict[str, int] = {}
         # Kept apart because each loop clears only its own problems.
@@ -84,15 +85,19 @@ class TopicManager:
         with self._lock:
             return [*self._structure_problems.values(), *self._config_problems.values()]
 
-    def close(self) -> None:
-        """Release the admin clients (librdkafka handles and their connections)."""
-        self._source = self._target = None
+    @property
+    def _source(self) -> AdminClient:
+        return self._clients[0].admin
+
+    @property
+    def _target(self) -> AdminClient:
+        return self._clients[1].admin
 
     def source_cluster_id(self) -> str:
-        return self._source.list_topics(timeout=_TIMEOUT_S).cluster_id
+        return _cluster_id(self._source, self.flow.source)
 
     def target_cluster_id(self) -> str:
-        return self._target.list_topics(timeout=_TIMEOUT_S).cluster_id
+        return _cluster_id(self._target, self.flow.target)
 
     # -- loops -----------------------------------------------------------------------
 
@@ -150,7 +155,7 @@ class TopicManager:
         new = NewTopic(
             remote,
             num_partitions=partitions,
-            replication_factor=int(self.flow.value("replication.factor")),
+            replication_factor=self._replication_factor,
             config=configs,
         )
         try:
@@ -173,7 +178,7 @@ class TopicManager:
         for name, entry in source.items():
             if entry.is_sensitive or entry.value is None:
                 continue
-            explicit = entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            explicit = _set_on_topic(entry)
             keep = (
                 self.flow.config_property_filter.should_replicate(name)
                 if explicit
@@ -197,7 +202,7 @@ class TopicManager:
         changes += [
             ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
             for name, entry in sorted(current.items())
-            if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+            if _set_on_topic(entry)
             and name not in wanted
             and self.flow.config_property_filter.should_replicate(name)
         ]
@@ -217,6 +222,20 @@ class _TopicActionFailed(Exception):
         reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
         super().__init__(reason)
         self.problem = TopicProblem(remote, action, reason)
+
+
+def _set_on_topic(entry: ConfigEntry) -> bool:
+    """Whether the entry is set on the topic itself (librdkafka hands over its number)."""
+    source: object = entry.source
+    number = source.value if isinstance(source, ConfigSource) else source
+    return bool(number == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+
+
+def _cluster_id(admin: AdminClient, alias: str) -> str:
+    cluster_id = admin.list_topics(timeout=_TIMEOUT_S).cluster_id
+    if cluster_id is None:
+        raise KafkaOperationError(f"cluster {alias} did not say its cluster id")
+    return cluster_id
 
 
 def _partition_counts(admin: AdminClient) -> dict[str, int]:

@@ -1,17 +1,90 @@
 """Writing one micro-batch: the seam between the flow's driver side and its executors.
 
-`write_batch(frame, spec)` writes every record of a micro-batch's DataFrame to
-the target cluster (on the executors) and returns one `PartitionResult` per
-source partition of the batch. Everything the driver does after a batch
-(offset syncs, runs, progress, totals, gaps) reads these results and nothing else.
+`write_batch(frame, spec)` hands the micro-batch's DataFrame (Spark's Kafka
+source, as `foreachBatch` gives it) to Mirrorline's JVM writer
+(`jvm/writer`, class `io.mirrorline.writer.BatchWriter`). Its Spark tasks read
+the records as Spark holds them and send each one with a Kafka producer kept on
+their executor: same partition, key, value (null kept), headers and original
+timestamp; provenance headers where the policy needs them; refused records
+stopped, skipped or dead-lettered as `errors.tolerance` says; in exactly-once
+mode one transaction per source partition (see `transactional`). Records never
+enter Python: per-record work in Python cost more CPU than all of MirrorMaker 2
+(see benchmarks/RESULTS.md).
+
+Each task returns one `PartitionResult` per source partition, with the exact
+offset mapping as runs, from which the driver chooses the offset syncs
+(`sync_points`). Everything the driver does after a batch (offset syncs, runs,
+progress, totals, gaps) reads these results and nothing else.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
-from mirrorline.engine.writer import RESULT_DDL, WriteSpec, write_batches
+from mirrorline.engine.provenance import Provenance
+from mirrorline.engine.sync_points import sync_points_of_runs
+from mirrorline.engine.transactional import ExactlyOnceSpec
+
+WRITER_CLASS = "io.mirrorline.writer.BatchWriter"
+
+# Settings that exactness and ordering depend on; user settings cannot weaken them.
+REQUIRED_PRODUCER_SETTINGS: Mapping[str, str] = {
+    "enable.idempotence": "true",
+    "acks": "all",
+}
+# Mirrorline's defaults for the writer's producer (Java names), below the user's.
+DEFAULT_PRODUCER_SETTINGS: Mapping[str, str] = {
+    "linger.ms": "5",
+    "batch.size": "1000000",
+    "compression.type": "none",
+}
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """What the executors need to write a flow's batches (sent to the JVM as JSON)."""
+
+    flow: str
+    # The target producer's settings, Java names (may hold secrets: never logged).
+    producer_settings: Mapping[str, str]
+    remote_topics: Mapping[str, str]  # source topic -> topic on the target
+    offset_lag_max: int  # used on the driver, to choose offset syncs from the runs
+    # Set for policies that cannot see loops from topic names (see `provenance`).
+    provenance: Provenance | None = None
+    # errors.tolerance = all: skip (and dead-letter) records the target refuses.
+    tolerate_refusals: bool = False
+    dead_letter_topic: str | None = None
+    exactly_once: ExactlyOnceSpec | None = None
+    # Remote topic -> its max.message.bytes; larger records are refused before sending.
+    size_limits: Mapping[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        eos = self.exactly_once
+        return json.dumps(
+            {
+                "flow": self.flow,
+                "producer": producer_settings(self.producer_settings, self.size_limits),
+                "remote_topics": dict(self.remote_topics),
+                "provenance": None
+                if self.provenance is None
+                else {
+                    "source_cluster_id": self.provenance.source_cluster_id,
+                    "target_cluster_id": self.provenance.target_cluster_id,
+                },
+                "tolerate_refusals": self.tolerate_refusals,
+                "dead_letter_topic": self.dead_letter_topic,
+                "size_limits": dict(self.size_limits),
+                "exactly_once": None
+                if eos is None
+                else {
+                    "progress_topic": eos.progress_topic,
+                    "position_group": eos.position_group,
+                    "consumer": dict(eos.consumer_settings),
+                },
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -42,29 +115,46 @@ class PartitionResult:
         return self.topic, self.partition
 
 
-def write_batch(frame, spec: WriteSpec) -> list[PartitionResult]:
-    """Write the batch's records on the executors; one result per (task, source partition)."""
-    rows = frame.mapInArrow(functools.partial(write_batches, spec=spec), RESULT_DDL).collect()
-    return [
-        PartitionResult(
-            topic=r.topic,
-            partition=r.partition,
-            records=r.records,
-            filtered=r.filtered,
-            skipped=r.skipped,
-            refused=r.refused,
-            dead_lettered=r.dead_lettered,
-            refusals=tuple(r.refusals or ()),
-            first_seen=r.first_seen,
-            next_offset=r.next_offset,
-            bytes=r.bytes,
-            first_offset=r.first_offset,
-            last_offset=r.last_offset,
-            first_target_offset=r.first_target_offset,
-            last_target_offset=r.last_target_offset,
-            min_timestamp=r.min_timestamp,
-            max_age_ms=r.max_age_ms,
-            syncs=tuple((s.upstream, s.downstream) for s in r.syncs or ()),
-        )
-        for r in rows
-    ]
+def write_batch(frame, spec: WriteSpec, job_group: str) -> list[PartitionResult]:
+    """Write the batch's records on the executors; one result per (task, source partition).
+
+    The batch's Spark job runs in `job_group`: `cancel_batch(spark, job_group)`
+    stops its tasks at once, for a batch the driver abandons.
+    """
+    jvm = frame.sparkSession.sparkContext._jvm
+    answer = getattr(jvm, WRITER_CLASS).write(frame._jdf, spec.to_json(), job_group)
+    return [_result(row, spec.offset_lag_max) for row in json.loads(answer)]
+
+
+def cancel_batch(spark, job_group: str) -> None:
+    """Cancel a running batch's tasks; they drop whatever their producers still hold."""
+    spark.sparkContext.cancelJobGroup(job_group)
+
+
+def producer_settings(
+    settings: Mapping[str, str], size_limits: Mapping[str, int] | None = None
+) -> dict[str, str]:
+    """The user's producer settings with Mirrorline's defaults and requirements.
+
+    Record batches are kept no larger than any remote topic accepts: the broker
+    refuses a whole batch over a topic's `max.message.bytes`, not one record.
+    """
+    merged = {**DEFAULT_PRODUCER_SETTINGS, **settings, **REQUIRED_PRODUCER_SETTINGS}
+    if size_limits:
+        merged["batch.size"] = str(max(1, min(int(merged["batch.size"]), *size_limits.values())))
+    return merged
+
+
+def _result(row: Mapping, lag_max: int) -> PartitionResult:
+    """One summary of the writer's JSON; its exact offset mapping becomes offset syncs."""
+    plain = {f.name: row[f.name] for f in fields(PartitionResult) if f.name in _PLAIN}
+    runs = [(int(s), int(t), int(n)) for s, t, n in row["runs"]]
+    return PartitionResult(
+        **plain,
+        refusals=tuple(row["refusals"]),
+        syncs=tuple(sync_points_of_runs(runs, lag_max)),
+    )
+
+
+# The fields of a PartitionResult that the writer's JSON holds as they are.
+_PLAIN = {f.name for f in fields(PartitionResult)} - {"refusals", "syncs"}

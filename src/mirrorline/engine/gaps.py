@@ -24,10 +24,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from mirrorline.engine.progress import SourcePartition
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import ClusterClients, KafkaOperationError
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +72,9 @@ def lost_range(expected: int, first_seen: int, log_start: int) -> tuple[int, int
 class GapFinder:
     """Asks the source cluster where its partitions start, to tell a loss from a jump."""
 
-    def __init__(self, flow: str, source_admin_settings: Mapping[str, object]) -> None:
+    def __init__(self, flow: str, source: ClusterClients) -> None:
         self.flow = flow
-        self._admin = AdminClient(dict(source_admin_settings))
+        self._source = source
 
     def after_batch(
         self, expected: Mapping[SourcePartition, int], first_seen: Mapping[SourcePartition, int]
@@ -105,7 +105,7 @@ class GapFinder:
     def log_starts(self, partitions: Iterable[SourcePartition]) -> dict[SourcePartition, int]:
         """Each partition's log start offset (the earliest offset still stored)."""
         request = {TopicPartition(t, p): OffsetSpec.earliest() for t, p in partitions}
-        futures = self._admin.list_offsets(request, request_timeout=_TIMEOUT_S)
+        futures = self._source.admin.list_offsets(request, request_timeout=_TIMEOUT_S)
         starts: dict[SourcePartition, int] = {}
         for tp, future in futures.items():
             try:
@@ -116,9 +116,6 @@ class GapFinder:
                     f"{tp.topic}[{tp.partition}]: {exc.args[0].str()}"
                 ) from None
         return starts
-
-    def close(self) -> None:
-        self._admin = None
 
 
 class GapLedger:

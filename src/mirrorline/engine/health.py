@@ -29,9 +29,13 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+
+from mirrorline.engine.context import FlowContext
+from mirrorline.kafka import ClientConfig
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ class ClusterProbe:
         self,
         alias: str,
         role: str,
-        admin_settings: Mapping[str, object],
+        admin_settings: Mapping[str, Any],
         topic: str,
         *,
         timeout: float = PROBE_TIMEOUT_S,
@@ -75,16 +79,15 @@ class ClusterProbe:
         # Until the first answer the cluster is presumed reachable: no alarm on a guess.
         self._verdict = ClusterVerdict(alias, role, True, since_ms=_now_ms())
         self._last_error = ""  # librdkafka's latest complaint about this cluster
-        self._admin = AdminClient(
-            {
-                **admin_settings,
-                "error_cb": self._on_client_error,
-                "allow.auto.create.topics": False,
-                # Failures are reported as the verdict; librdkafka's own log lines
-                # would repeat them every second for as long as they last.
-                "log_level": 0,
-            }
-        )
+        config: ClientConfig = {
+            **admin_settings,
+            "error_cb": self._on_client_error,
+            "allow.auto.create.topics": False,
+            # Failures are reported as the verdict; librdkafka's own log lines
+            # would repeat them every second for as long as they last.
+            "log_level": 0,
+        }
+        self._admin = AdminClient(config)
 
     def probe(self) -> ClusterVerdict:
         """Ask the cluster once (waits at most the probe's timeout); the new verdict."""
@@ -143,14 +146,19 @@ class ClusterHealth:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_flow(cls, flow, topic: str) -> ClusterHealth:
-        """Probes of the flow's source and target, with its admin client settings."""
+    def for_flow(cls, context: FlowContext, topic: str) -> ClusterHealth:
+        """Probes of the flow's source and target, with its admin client settings.
+
+        The probes have admin clients of their own, not the flow's shared ones:
+        their error callback and quiet logging are what makes the verdict.
+        """
+        source, target = context.source, context.target
         return cls(
             [
-                ClusterProbe(flow.source, "source", flow.client_settings("source", "admin"), topic),
-                ClusterProbe(flow.target, "target", flow.client_settings("target", "admin"), topic),
+                ClusterProbe(source.alias, "source", source.admin_settings, topic),
+                ClusterProbe(target.alias, "target", target.admin_settings, topic),
             ],
-            name=f"health {flow.name}",
+            name=f"health {context.name}",
         )
 
     def start(self) -> None:

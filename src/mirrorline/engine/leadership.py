@@ -34,12 +34,15 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.kafka import ensure_topic
+from mirrorline.engine.context import FlowContext
+from mirrorline.kafka import ClusterClients, ensure_topic
 
 log = logging.getLogger(__name__)
 
@@ -158,21 +161,19 @@ class FlowLeadership:
     def __init__(
         self,
         flow_name: str,
-        target_alias: str,
+        target: ClusterClients,
         *,
-        consumer_settings: Mapping[str, object],
-        admin_settings: Mapping[str, object],
         replication_factor: int = -1,
         client_id: str | None = None,
     ) -> None:
         self.flow_name = flow_name
         self.group = group_id(flow_name)
         self.client_id = client_id or driver_id()
-        self._target = target_alias
+        self._target = target.alias
+        self._clients = target
         self._consumer_settings = group_consumer_settings(
-            consumer_settings, flow_name, self.client_id
+            target.consumer_settings, flow_name, self.client_id
         )
-        self._admin_settings = dict(admin_settings)
         self._replication_factor = replication_factor
         self._term = Term()
         self._lock = threading.Lock()
@@ -186,14 +187,12 @@ class FlowLeadership:
         self._started_at = 0.0
 
     @classmethod
-    def for_flow(cls, flow, client_id: str | None = None) -> FlowLeadership:
-        """The leadership of `flow` (a `FlowConfig`) on its target cluster."""
+    def for_flow(cls, context: FlowContext, client_id: str | None = None) -> FlowLeadership:
+        """The leadership of the context's flow on its target cluster."""
         return cls(
-            flow.name,
-            flow.target,
-            consumer_settings=dict(flow.client_settings("target", "consumer")),
-            admin_settings=dict(flow.client_settings("target", "admin")),
-            replication_factor=int(flow.value("replication.factor")),
+            context.name,
+            context.target,
+            replication_factor=context.settings.replication_factor,
             client_id=client_id,
         )
 
@@ -255,7 +254,7 @@ class FlowLeadership:
 
     def _take_part(self) -> None:
         """Be a member of the group until closed; callbacks run inside `poll`."""
-        admin = AdminClient(self._admin_settings)
+        admin = self._clients.admin
         ensure_topic(admin, LEADERSHIP_TOPIC, replication_factor=self._replication_factor)
         consumer = Consumer(self._consumer_settings)
         try:
@@ -269,8 +268,9 @@ class FlowLeadership:
             lookup = _HolderLookup(admin, self.group)
             while not self._stop.is_set():
                 msg = consumer.poll(POLL_S)
-                if msg is not None and msg.error() is not None:
-                    self._on_error(msg.error())
+                error = msg.error() if msg is not None else None
+                if error is not None:
+                    self._on_error(error)
                 if self._term.current is None:
                     quiet = time.monotonic() - self._last_error_at > QUIET_AFTER_ERROR_S
                     found = lookup.poll(cluster_answers=quiet)
@@ -355,7 +355,7 @@ class _HolderLookup:
     def __init__(self, admin: AdminClient, group: str) -> None:
         self._admin = admin
         self._group = group
-        self._future = None
+        self._future: Future[Any] | None = None
         self._next_at = 0.0
 
     def _metadata_answers(self) -> bool:

@@ -10,46 +10,42 @@ the history (MM2 and Kafka's tools read the topic either way).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
-from confluent_kafka.admin import AdminClient
+from collections.abc import Iterable
 
 from mirrorline.formats import OffsetSync
-from mirrorline.kafka import AckedWriter, ensure_topic
+from mirrorline.internal_topic import InternalTopic
+from mirrorline.kafka import ClusterClients
 
 SYNC_RETENTION_MS = 7 * 24 * 3600 * 1000
 
 
 class OffsetSyncPublisher:
+    """Writes one flow's offset syncs to the offset-syncs topic on `clients`' cluster."""
+
     def __init__(
         self,
         flow: str,
         topic: str,
-        producer_settings: Mapping[str, object],
+        clients: ClusterClients,
         *,
-        admin_settings: Mapping[str, object],
         replication_factor: int = -1,
     ) -> None:
         self.flow = flow
         self.topic = topic
-        self._admin_settings = dict(admin_settings)
-        self._replication_factor = replication_factor
-        self._writer = AckedWriter(producer_settings, f"flow {flow}: offset syncs")
+        self._topic = InternalTopic(
+            topic,
+            clients,
+            what=f"flow {flow}: offset syncs",
+            config={"cleanup.policy": "delete", "retention.ms": str(SYNC_RETENTION_MS)},
+            replication_factor=replication_factor,
+        )
 
     def ensure_topic(self) -> None:
-        ensure_topic(
-            AdminClient(self._admin_settings),
-            self.topic,
-            partitions=1,
-            replication_factor=self._replication_factor,
-            config={"cleanup.policy": "delete", "retention.ms": str(SYNC_RETENTION_MS)},
-        )
+        self._topic.ensure()
 
     def publish(self, syncs: Iterable[OffsetSync], timeout: float = 60.0) -> int:
         """Write the syncs in order and wait for every acknowledgement; returns the count."""
-        return self._writer.write(
-            self.topic, ((s.key(), s.value()) for s in syncs), partition=0, timeout=timeout
-        )
+        return self._topic.write(((s.key(), s.value()) for s in syncs), timeout=timeout)
 
     def close(self) -> None:
-        self._writer.close()
+        self._topic.close()

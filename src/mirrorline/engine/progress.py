@@ -17,9 +17,11 @@ Record format, version 1 (JSON, UTF-8):
 - key: ``{"flow": "east->west", "partition": 0, "topic": "orders"}`` (sorted keys,
   no spaces, so that compaction keeps one record per flow and partition);
 - value: ``{"next_offset": 1234, "updated_ms": 1700000000000, "version": 1}``,
-  with, when written by an exactly-once task, ``"syncs": [[upstream, downstream],
-  ...]``: the offset syncs of the batch it completes. The driver publishes those
-  syncs after the batch; if it dies before, the next driver publishes them from here.
+  with, when written by an exactly-once task, ``"runs": [[source start, target
+  start, records], ...]``: the exact offset mapping of the batch it completes,
+  from which the offset syncs are chosen (`sync_points`). The driver publishes
+  those syncs after the batch; if it dies before, the next driver publishes them
+  from here.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
+from mirrorline.engine.sync_points import Run
 from mirrorline.formats import json_record
-from mirrorline.kafka import AckedWriter, ensure_topic, read_to_end
+from mirrorline.internal_topic import COMPACTED, InternalTopic
+from mirrorline.kafka import ClusterClients
 
 PROGRESS_TOPIC = "mirrorline.progress.internal"
 FORMAT_VERSION = 1
@@ -45,8 +48,8 @@ class SavedProgress:
     """What the progress topic says about one flow."""
 
     next_offsets: dict[SourcePartition, int] = field(default_factory=dict)
-    # The offset syncs stored with each partition's latest progress (exactly-once mode).
-    last_syncs: dict[SourcePartition, list[tuple[int, int]]] = field(default_factory=dict)
+    # The offset mapping stored with each partition's latest progress (exactly-once mode).
+    last_runs: dict[SourcePartition, list[Run]] = field(default_factory=dict)
 
 
 def progress_record(
@@ -54,7 +57,7 @@ def progress_record(
     topic: str,
     partition: int,
     next_offset: int,
-    syncs: Iterable[tuple[int, int]] = (),
+    runs: Iterable[Run] = (),
 ) -> tuple[bytes, bytes]:
     """The (key, value) of one progress entry, in format version 1."""
     value: dict[str, object] = {
@@ -62,9 +65,9 @@ def progress_record(
         "updated_ms": int(time.time() * 1000),
         "version": FORMAT_VERSION,
     }
-    syncs = [[u, d] for u, d in syncs]
-    if syncs:
-        value["syncs"] = syncs
+    mapping = [list(run) for run in runs]
+    if mapping:
+        value["runs"] = mapping
     return _key(flow, topic, partition), json_record(value)
 
 
@@ -79,36 +82,29 @@ class ProgressStore:
     def __init__(
         self,
         flow: str,
+        target: ClusterClients,
         *,
-        admin_settings: Mapping[str, object],
-        producer_settings: Mapping[str, object],
-        consumer_settings: Mapping[str, object],
         topic: str = PROGRESS_TOPIC,
         replication_factor: int = -1,
     ) -> None:
         self.flow = flow
         self.topic = topic
-        self._admin_settings = dict(admin_settings)
-        self._consumer_settings = dict(consumer_settings)
-        self._replication_factor = replication_factor
-        self._writer = AckedWriter(
-            producer_settings,
-            f"flow {flow}: progress",
+        self._topic = InternalTopic(
+            topic,
+            target,
+            what=f"flow {flow}: progress",
+            config=COMPACTED,
+            replication_factor=replication_factor,
             transactional_id=driver_transactional_id(flow),
+            read_committed=True,
         )
 
     def ensure_topic(self) -> None:
-        ensure_topic(
-            AdminClient(self._admin_settings),
-            self.topic,
-            partitions=1,
-            replication_factor=self._replication_factor,
-            config={"cleanup.policy": "compact", "min.compaction.lag.ms": "0"},
-        )
+        self._topic.ensure()
 
     def fence(self) -> None:
         """Take over the flow's progress: earlier drivers' progress writes fail from now on."""
-        self._writer.open()
+        self._topic.open()
 
     def load(self, timeout: float = 60.0) -> dict[SourcePartition, int]:
         """The flow's next source offset per partition, read up to the topic's end."""
@@ -121,28 +117,24 @@ class ProgressStore:
         where it starts (its records are not progress), instead of stalling it.
         """
         saved = SavedProgress()
-        records = read_to_end(
-            self._consumer_settings, self.topic, read_committed=True, timeout=timeout
-        )
-        for msg in records:
+        for msg in self._topic.read(timeout=timeout):
             entry = _decode(msg.key(), msg.value())
             if entry is None or entry[0] != self.flow:
                 continue
             _, source_partition, value = entry
             if value is None:
                 saved.next_offsets.pop(source_partition, None)
-                saved.last_syncs.pop(source_partition, None)
+                saved.last_runs.pop(source_partition, None)
             else:
                 saved.next_offsets[source_partition] = int(value["next_offset"])
-                saved.last_syncs[source_partition] = [
-                    (int(u), int(d)) for u, d in value.get("syncs", ())
+                saved.last_runs[source_partition] = [
+                    (int(s), int(t), int(n)) for s, t, n in value.get("runs", ())
                 ]
         return saved
 
     def save(self, progress: Mapping[SourcePartition, int], timeout: float = 60.0) -> None:
         """Write the given partitions' next offsets and wait until they are committed."""
-        self._writer.write(
-            self.topic,
+        self._topic.write(
             (
                 progress_record(self.flow, topic, partition, offset)
                 for (topic, partition), offset in progress.items()
@@ -151,15 +143,19 @@ class ProgressStore:
         )
 
     def close(self) -> None:
-        self._writer.close()
+        self._topic.close()
 
 
 def _key(flow: str, topic: str, partition: int) -> bytes:
     return json_record({"flow": flow, "partition": partition, "topic": topic})
 
 
-def _decode(key: bytes | None, value: bytes | None):
+def _decode(
+    key: bytes | None, value: bytes | None
+) -> tuple[str, SourcePartition, dict[str, Any] | None] | None:
     """(flow, (topic, partition), value dict or None for a deleted entry), or None."""
+    if key is None:
+        return None
     try:
         k = json.loads(key)
         source_partition = (k["topic"], int(k["partition"]))
@@ -169,5 +165,5 @@ def _decode(key: bytes | None, value: bytes | None):
         if v.get("version") != FORMAT_VERSION or "next_offset" not in v:
             return None
         return k["flow"], source_partition, v
-    except (TypeError, ValueError, KeyError):
+    except (TypeError, ValueError, KeyError, AttributeError):
         return None  # not a record of this format: ignored, never fatal

@@ -8,16 +8,15 @@ record gets one header per hop,
     mirrorline.provenance = <source cluster id>:<source topic>
 
 naming the cluster (by Kafka cluster id, not alias, so renamed aliases do not
-matter) and topic it was read from. Before writing, a flow skips any record whose
-provenance already names the target cluster and the remote topic: a record never
-returns to a cluster and topic it has been in. Application headers are left as
-they are; topic names cannot contain ':' and cluster ids are URL-safe base64, so
-the value is unambiguous.
+matter) and topic it was read from. Before writing, the writer (`jvm/writer`,
+class `Provenance`) skips any record whose provenance already names the target
+cluster and the remote topic: a record never returns to a cluster and topic it
+has been in. Application headers are left as they are; topic names cannot
+contain ':' and cluster ids are URL-safe base64, so the value is unambiguous.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 HEADER = "mirrorline.provenance"
@@ -25,16 +24,7 @@ HEADER = "mirrorline.provenance"
 
 @dataclass(frozen=True)
 class Provenance:
+    """The two clusters of a flow whose records carry provenance headers."""
+
     source_cluster_id: str
     target_cluster_id: str
-
-    def mark(self, source_topic: str) -> tuple[str, bytes]:
-        """The header this hop adds to a record read from `source_topic`."""
-        return HEADER, f"{self.source_cluster_id}:{source_topic}".encode()
-
-    def has_been_in_target(
-        self, headers: Iterable[tuple[str, bytes | None]], remote_topic: str
-    ) -> bool:
-        """True when the record was once read from `remote_topic` on the target cluster."""
-        there = f"{self.target_cluster_id}:{remote_topic}".encode()
-        return any(key == HEADER and value == there for key, value in headers)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import sys
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -30,20 +29,20 @@ from mirrorline import jvm
 
 DEFAULT_MASTER = "local[*]"
 
-# The jar sets (`.cache/jvm/<set>/`, see `mirrorline.jvm`) that executors load, in order.
-EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka",)
+# The jar sets (`.cache/jvm/<set>/`, see `mirrorline.jvm`) that executors load, in order:
+# Spark's Kafka connector and Mirrorline's writer.
+EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka", "mirrorline-writer")
 
-# Conservative for a 2-core / 24 GiB machine: the driver only plans micro-batches and
-# runs control loops; records are moved by Python workers with their own memory.
+# Conservative for a 2-core / 24 GiB machine: the driver plans micro-batches and runs
+# control loops; in local mode its JVM also runs the tasks that move the records.
 DEFAULT_CONF: Mapping[str, str] = {
     "spark.driver.memory": "2g",
-    # Used on clusters only (local mode runs tasks in the driver's JVM). An executor's
-    # JVM streams the Kafka source's records to the writer in Arrow batches of at most
-    # 10,000 rows and keeps no state: 1g is ample, and fits a small worker.
+    # Used on clusters only (local mode runs tasks in the driver's JVM). An executor
+    # reads a task's records and hands them to the writer's producer one by one, and
+    # keeps no state: 1g is ample, and fits a small worker.
     "spark.executor.memory": "1g",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Mirrorline keeps its own progress in Kafka; a lost temporary checkpoint is fine.
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.adaptive.enabled": "false",
@@ -84,10 +83,8 @@ def build_spark_session(
     from pyspark.sql import SparkSession
 
     jvm.java_executable()  # a clear error now beats a JVM launch failure later
-    # Executors' Python workers must run this interpreter (same packages). On a
-    # cluster that means the same path on every executor host.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Executors run no Python: the writer is a jar (EXECUTOR_JAR_SETS), and the
+    # driver's per-batch function runs in this process.
     master = master or os.environ.get("MIRRORLINE_SPARK_MASTER") or DEFAULT_MASTER
     conf = dict(conf or {})
 

@@ -1,13 +1,16 @@
 """Which replicated records of a batch to publish as offset syncs.
 
-Exact offset translation (see `docs/offset-translation.md`) needs, for every
+The writer reports each partition's exact offset mapping as runs: maximal
+stretches `(source start, target start, count)` in which both offsets advance by
+one. Exact offset translation (see `docs/offset-translation.md`) needs, for every
 partition and batch, syncs at:
 
 - the first and the last replicated record of the batch, so that nothing
   between two batches is ever interpolated across;
 - both records on either side of every discontinuity, in the source numbering
   (compaction, retention, aborted transactions, control markers) or in the target
-  numbering (transaction markers, duplicates from an earlier attempt);
+  numbering (transaction markers, duplicates from an earlier attempt): these are
+  the first and last records of the runs;
 - at least every `offset.lag.max` records, so that a translation never has to
   look back further than that.
 
@@ -19,38 +22,42 @@ offset U translates exactly to min(t_a + (U - s_a), t_b) for the syncs
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-import numpy as np
+Run = tuple[int, int, int]  # (source start, target start, records)
+
+
+def runs_of(source_offsets: Sequence[int], target_offsets: Sequence[int]) -> list[Run]:
+    """The runs of a mapping given record by record (`source[i]` was written at `target[i]`)."""
+    if len(source_offsets) != len(target_offsets):
+        raise ValueError("source and target offsets differ in length")
+    runs: list[Run] = []
+    start = 0
+    count = len(source_offsets)
+    for i in range(1, count + 1):
+        if (
+            i == count
+            or source_offsets[i] - source_offsets[i - 1] != 1
+            or target_offsets[i] - target_offsets[i - 1] != 1
+        ):
+            runs.append((source_offsets[start], target_offsets[start], i - start))
+            start = i
+    return runs
+
+
+def sync_points_of_runs(runs: Iterable[Run], lag_max: int) -> list[tuple[int, int]]:
+    """The (upstream, downstream) pairs to publish for one partition's batch, in order."""
+    if lag_max < 1:
+        raise ValueError(f"offset.lag.max must be at least 1, got {lag_max}")
+    points: list[tuple[int, int]] = []
+    for source, target, count in runs:
+        points.extend((source + i, target + i) for i in range(0, count - 1, lag_max))
+        points.append((source + count - 1, target + count - 1))
+    return points
 
 
 def sync_points(
-    source_offsets: Sequence[int] | np.ndarray,
-    target_offsets: Sequence[int] | np.ndarray,
-    lag_max: int,
+    source_offsets: Sequence[int], target_offsets: Sequence[int], lag_max: int
 ) -> list[tuple[int, int]]:
-    """The (upstream, downstream) pairs to publish for one partition's batch, in order.
-
-    `source_offsets[i]` was written at `target_offsets[i]`; both increase strictly.
-    """
-    if lag_max < 1:
-        raise ValueError(f"offset.lag.max must be at least 1, got {lag_max}")
-    source = np.asarray(source_offsets, dtype=np.int64)
-    target = np.asarray(target_offsets, dtype=np.int64)
-    if source.shape != target.shape:
-        raise ValueError("source and target offsets differ in length")
-    count = len(source)
-    if count == 0:
-        return []
-    jumps = np.flatnonzero((np.diff(source) != 1) | (np.diff(target) != 1)) + 1
-    marks = np.unique(np.concatenate(([0, count - 1], jumps - 1, jumps)))
-    # Fill stretches longer than lag_max with evenly spaced extra marks.
-    spans = np.diff(marks)
-    extra = [
-        np.arange(start + lag_max, start + span, lag_max)
-        for start, span in zip(marks[:-1], spans, strict=True)
-        if span > lag_max
-    ]
-    if extra:
-        marks = np.unique(np.concatenate([marks, *extra]))
-    return list(zip(source[marks].tolist(), target[marks].tolist(), strict=True))
+    """`sync_points_of_runs` for a mapping given record by record; both sides increase."""
+    return sync_points_of_runs(runs_of(source_offsets, target_offsets), lag_max)

@@ -1,0 +1,107 @@
+package io.mirrorline.writer;
+
+import java.util.Queue;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+
+/**
+ * How a source record becomes its copy on the target: same partition, key, value
+ * (null kept), headers and original timestamp, plus provenance where the policy
+ * needs it; and the two reasons not to send it at all.
+ */
+final class Copies {
+  /** Bytes a record adds to a record batch beyond key, value and headers, rounded up. */
+  static final int RECORD_OVERHEAD = 100;
+
+  private final WriteSpec spec;
+
+  Copies(WriteSpec spec) {
+    this.spec = spec;
+  }
+
+  /** The copy's headers, or null when provenance says the target had the record before. */
+  Header[] headersToWrite(SourceRecord record, String remote) {
+    Provenance provenance = spec.provenance;
+    if (provenance == null) {
+      return record.headers;
+    }
+    if (provenance.hasBeenInTarget(record.headers, remote)) {
+      return null;
+    }
+    Header[] out = java.util.Arrays.copyOf(record.headers, record.headers.length + 1);
+    out[record.headers.length] = new RecordHeader(Provenance.HEADER, provenance.mark(record.topic));
+    return out;
+  }
+
+  /**
+   * A refusal when the record cannot fit the remote topic's max.message.bytes.
+   *
+   * <p>Checked before sending because the broker refuses a whole record batch,
+   * not one record: one oversized record would take its neighbours with it.
+   */
+  Refusal oversized(SourceRecord record, Header[] headers, String remote) {
+    Integer limit = spec.sizeLimits.get(remote);
+    if (limit == null) {
+      return null;
+    }
+    long size = record.size() + RECORD_OVERHEAD;
+    for (Header h : headers) {
+      size += h.key().length() + (h.value() == null ? 0 : h.value().length);
+    }
+    if (size <= limit) {
+      return null;
+    }
+    return new Refusal(record.topic, record.partition, record.offset, remote, "MESSAGE_TOO_LARGE",
+        "record too large: about " + size + " bytes, over the topic's max.message.bytes ("
+            + limit + ")");
+  }
+
+  /** A record whose delivery report was an error. */
+  static final class Failure {
+    final SourceRecord record;
+    final Exception error;
+
+    Failure(SourceRecord record, Exception error) {
+      this.record = record;
+      this.error = error;
+    }
+  }
+
+  /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
+  void send(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+      SourceRecord record, String remote, Header[] headers, Queue<Failure> failures) {
+    int index = log.noteSent(record);
+    producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
+      if (error == null) {
+        log.delivered(index, metadata.offset());
+      } else {
+        log.refusedAt(index);
+        failures.add(new Failure(record, error));
+      }
+    }));
+  }
+
+  ProducerRecord<byte[], byte[]> copy(SourceRecord record, String remote, Header[] headers) {
+    return new ProducerRecord<>(remote, record.partition, timestamp(record), record.key,
+        record.value, java.util.Arrays.asList(headers));
+  }
+
+  ProducerRecord<byte[], byte[]> deadLetter(SourceRecord record, Refusal refusal) {
+    return new ProducerRecord<>(spec.deadLetterTopic, null, timestamp(record), record.key,
+        record.value,
+        java.util.Arrays.asList(refusal.deadLetterHeaders(spec.flow, record.headers)));
+  }
+
+  /** Under errors.tolerance = none a refusal stops the flow, naming the record. */
+  void refusedOrRaise(Refusal refusal) {
+    if (!spec.tolerateRefusals) {
+      throw new DeliveryFailed("flow " + spec.flow + ": " + refusal.describe());
+    }
+  }
+
+  private static Long timestamp(SourceRecord record) {
+    return record.timestampMs >= 0 ? record.timestampMs : null;
+  }
+}

@@ -1,0 +1,151 @@
+package io.mirrorline.writer;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Producers kept per executor JVM, so a task does not pay for a new client,
+ * connections and metadata each micro-batch.
+ *
+ * <p>A task borrows a producer for itself and gives it back when its batch is
+ * written; one that failed is closed instead, so the next task starts clean.
+ * Transactional producers are kept per transactional id: the one that already
+ * ran {@code initTransactions} for a partition is reused by the next task of that
+ * partition on this executor. When another executor (or a later driver) initialises
+ * the same id, the broker fences this one and its next transaction fails with a
+ * fencing error; the writer then closes it and starts a new one, which fences in
+ * turn (see {@link ExactlyOnceWriter}).
+ *
+ * <p>A producer unused for {@link #IDLE_LIMIT} is closed: a flow that stopped, or
+ * a cluster that went away, must not keep connections and retries alive.
+ */
+final class ProducerPool {
+  static final Duration IDLE_LIMIT = Duration.ofMinutes(2);
+  private static final Map<String, Deque<Idle>> IDLE = new HashMap<>();
+  private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
+
+  /** A producer given back, and when. */
+  private static final class Idle {
+    final KafkaProducer<byte[], byte[]> producer;
+    final long since = System.nanoTime();
+
+    Idle(KafkaProducer<byte[], byte[]> producer) {
+      this.producer = producer;
+    }
+  }
+
+  static {
+    Runtime.getRuntime().addShutdownHook(new Thread(ProducerPool::closeAll, "mirrorline-producers"));
+    ScheduledExecutorService sweeper = Executors.newSingleThreadScheduledExecutor(runnable -> {
+      Thread thread = new Thread(runnable, "mirrorline-producer-sweeper");
+      thread.setDaemon(true);
+      return thread;
+    });
+    sweeper.scheduleWithFixedDelay(ProducerPool::closeIdle, 30, 30, TimeUnit.SECONDS);
+  }
+
+  private ProducerPool() {}
+
+  static KafkaProducer<byte[], byte[]> borrow(Map<String, String> settings) {
+    String key = key(settings);
+    synchronized (IDLE) {
+      Deque<Idle> idle = IDLE.get(key);
+      if (idle != null && !idle.isEmpty()) {
+        return idle.pop().producer;
+      }
+    }
+    return create(settings);
+  }
+
+  /** True when the producer came from the pool (its transactions are initialised). */
+  static KafkaProducer<byte[], byte[]> borrowTransactional(
+      Map<String, String> settings, String transactionalId, boolean[] reused) {
+    Map<String, String> withId = new TreeMap<>(settings);
+    withId.put("transactional.id", transactionalId);
+    String key = key(withId);
+    synchronized (IDLE) {
+      Deque<Idle> idle = IDLE.get(key);
+      if (idle != null && !idle.isEmpty()) {
+        reused[0] = true;
+        return idle.pop().producer;
+      }
+    }
+    reused[0] = false;
+    return create(withId);
+  }
+
+  static void giveBack(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer) {
+    synchronized (IDLE) {
+      IDLE.computeIfAbsent(key(settings), k -> new ArrayDeque<>()).push(new Idle(producer));
+    }
+  }
+
+  static void giveBackTransactional(
+      Map<String, String> settings, String transactionalId, KafkaProducer<byte[], byte[]> producer) {
+    Map<String, String> withId = new TreeMap<>(settings);
+    withId.put("transactional.id", transactionalId);
+    giveBack(withId, producer);
+  }
+
+  static void discard(KafkaProducer<byte[], byte[]> producer) {
+    try {
+      producer.close(Duration.ZERO);
+    } catch (RuntimeException ignored) {
+      // A broken producer may fail to close; it is dropped all the same.
+    }
+  }
+
+  private static KafkaProducer<byte[], byte[]> create(Map<String, String> settings) {
+    Properties props = new Properties();
+    props.putAll(settings);
+    props.put("key.serializer", ByteArraySerializer.class.getName());
+    props.put("value.serializer", ByteArraySerializer.class.getName());
+    return new KafkaProducer<>(props);
+  }
+
+  private static String key(Map<String, String> settings) {
+    return new TreeMap<>(settings).toString();
+  }
+
+  private static void closeIdle() {
+    long limit = System.nanoTime() - IDLE_LIMIT.toNanos();
+    List<KafkaProducer<byte[], byte[]>> stale = new ArrayList<>();
+    synchronized (IDLE) {
+      for (Deque<Idle> idle : IDLE.values()) {
+        // Newest first (push/pop): the stale ones are at the end.
+        while (!idle.isEmpty() && idle.peekLast().since < limit) {
+          stale.add(idle.pollLast().producer);
+        }
+      }
+      IDLE.values().removeIf(Deque::isEmpty);
+    }
+    stale.forEach(ProducerPool::discard);
+  }
+
+  private static void closeAll() {
+    List<KafkaProducer<byte[], byte[]>> all = new ArrayList<>();
+    synchronized (IDLE) {
+      IDLE.values().forEach(idle -> idle.forEach(entry -> all.add(entry.producer)));
+      IDLE.clear();
+    }
+    for (KafkaProducer<byte[], byte[]> producer : all) {
+      try {
+        producer.close(CLOSE_TIMEOUT);
+      } catch (RuntimeException ignored) {
+        // The JVM is going away.
+      }
+    }
+  }
+}

@@ -1,0 +1,77 @@
+"""Everything a flow's parts share: its configuration, typed settings and Kafka clients.
+
+A flow has many collaborators (topics, progress, offset runs, offset syncs,
+checkpoints, remote-topic metadata, gap detection, leadership), and each of
+them needs some of the flow's settings and a client of its source or target.
+Built once per flow, the context reads the settings once (`FlowSettings`) and
+holds one `ClusterClients` per cluster, whose admin client every collaborator
+shares instead of opening its own. The collaborators close what they own (their
+producers); the flow closes the context, once, after all of them.
+
+Two kinds of clients stay apart on purpose: the health probes' (they need their
+own error callback, see `engine.health`) and the heartbeats' (driver-wide, for
+flows that may not run here at all).
+"""
+
+from __future__ import annotations
+
+from mirrorline.config.flow_settings import FlowSettings
+from mirrorline.config.model import FlowConfig, Side
+from mirrorline.kafka import ClusterClients
+
+# Spark's Kafka source manages these itself and refuses them as options.
+SPARK_MANAGED = frozenset(
+    {
+        "auto.offset.reset",
+        "enable.auto.commit",
+        "key.deserializer",
+        "value.deserializer",
+        "interceptor.classes",
+        "group.id",
+    }
+)
+
+
+class FlowContext:
+    """One flow's configuration, typed settings and shared clients (see the module)."""
+
+    def __init__(self, flow: FlowConfig) -> None:
+        self.flow = flow
+        self.settings = FlowSettings.of(flow)
+        self.source = _clients(flow, "source")
+        self.target = _clients(flow, "target")
+
+    @property
+    def name(self) -> str:
+        return self.flow.name
+
+    @property
+    def offset_syncs(self) -> ClusterClients:
+        """The clients of the cluster holding the offset-syncs topic."""
+        return self.source if self.flow.offset_syncs_cluster == self.flow.source else self.target
+
+    def spark_source_options(self) -> dict[str, str]:
+        """The source consumer's settings as options of Spark's Kafka source (`kafka.*`)."""
+        return {
+            f"kafka.{key}": str(value)
+            for key, value in self.flow.java_client_settings("source", "consumer").items()
+            if key not in SPARK_MANAGED
+        }
+
+    def close(self) -> None:
+        """Release the shared admin clients; the collaborators must be closed already."""
+        self.source.close()
+        self.target.close()
+
+    def __repr__(self) -> str:
+        return f"FlowContext({self.flow.name})"
+
+
+def _clients(flow: FlowConfig, side: Side) -> ClusterClients:
+    alias = flow.source if side == "source" else flow.target
+    return ClusterClients(
+        alias,
+        admin=flow.client_settings(side, "admin"),
+        producer=flow.client_settings(side, "producer"),
+        consumer=flow.client_settings(side, "consumer"),
+    )

@@ -1,0 +1,263 @@
+"""A flow's data path: the Spark streaming query that moves its records.
+
+The query reads exactly the source partitions that exist on the target
+(`TopicManager.ready()`), with Spark's Kafka source in `assign` mode, from
+the offsets the flow gives it (its progress, or its start positions). Each
+micro-batch is written by the executors (`batch_writer.write_batch`), and its
+results go to the flow's `BatchCommitter`, which writes the driver's
+bookkeeping while the next batch runs.
+
+The query is stopped between batches: stopping lets the batch in flight end
+and its bookkeeping be written (`DRAIN_S` at most; after that both are
+abandoned and replayed on the next start), so a stop or a restart on new
+partitions duplicates nothing. A batch that starts while the query is
+stopping, after the driver lost the flow, or after the committer failed,
+writes nothing: the next start replays it. Spark's checkpoint directory is
+created fresh for every start and removed after: the progress topic is the
+only source of truth, so losing the directory or moving the driver is harmless.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from mirrorline.engine.batch_commit import BatchCommitter
+from mirrorline.engine.batch_writer import WriteSpec, cancel_batch, write_batch
+from mirrorline.engine.context import FlowContext
+from mirrorline.engine.progress import PROGRESS_TOPIC
+from mirrorline.engine.provenance import Provenance
+from mirrorline.engine.status import summarise
+from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
+
+log = logging.getLogger(__name__)
+
+# How often Spark looks for new records when there are none (each look lists offsets).
+TRIGGER_INTERVAL = "200 milliseconds"
+
+
+def write_spec(
+    context: FlowContext, ready: Mapping[str, int], provenance: Provenance | None
+) -> WriteSpec:
+    """What the executors need to write the flow's records; shipped with every task."""
+    settings = context.settings
+    exactly_once = (
+        ExactlyOnceSpec(
+            progress_topic=PROGRESS_TOPIC,
+            position_group=position_group(context.name),
+            consumer_settings=dict(context.flow.java_client_settings("target", "consumer")),
+        )
+        if settings.exactly_once
+        else None
+    )
+    return WriteSpec(
+        flow=context.name,
+        # The writer is a Java client: Java names, as in MM2's file.
+        producer_settings=dict(context.flow.java_client_settings("target", "producer")),
+        remote_topics={t: context.flow.remote_topic(t) for t in ready},
+        offset_lag_max=settings.offset_lag_max,
+        provenance=provenance,
+        tolerate_refusals=settings.tolerate_refusals,
+        dead_letter_topic=settings.dead_letter_topic,
+        exactly_once=exactly_once,
+    )
+
+
+def with_size_limits(spec: WriteSpec, limits: Mapping[str, int]) -> WriteSpec:
+    """One batch's spec: the target topics' size limits as last seen (they change any time)."""
+    return dataclasses.replace(spec, size_limits=limits)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What one start of the query was given, fixed for all of its batches."""
+
+    spec: WriteSpec
+    term: int | None  # the term of leadership it started in
+    generation: int  # the committer's generation it started in
+
+
+class DataPath:
+    """Starts, stops and watches one flow's streaming query."""
+
+    DRAIN_S = 30.0
+
+    def __init__(
+        self,
+        context: FlowContext,
+        spark: SparkSession,
+        work_dir: Path,
+        committer: BatchCommitter,
+        *,
+        size_limits: Callable[[], Mapping[str, int]],
+        term: Callable[[], int | None],
+    ) -> None:
+        """`size_limits`: the remote topics' `max.message.bytes` as last seen; `term`:
+        the driver's current term of leadership of the flow."""
+        self._context = context
+        self._spark = spark
+        self._work_dir = work_dir
+        self._committer = committer
+        self._size_limits = size_limits
+        self._current_term = term
+        # The Spark job group of the flow's batches (see `batch_writer.cancel_batch`).
+        self._job_group = f"mirrorline {context.name} {uuid.uuid4().hex[:8]}"
+        # A batch in progress holds `_batch_idle` clear; stopping sets `_draining`
+        # so that no new batch starts writing (see `stop`).
+        self._gate = threading.Lock()
+        self._batch_idle = threading.Event()
+        self._batch_idle.set()
+        self._draining = False
+        # Held while a batch writes and hands over its results (see `between_batches`).
+        self._batch_lock = threading.Lock()
+        self._query: StreamingQuery | None = None
+        self._checkpoint: Path | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._query is not None
+
+    def start(
+        self,
+        ready: Mapping[str, int],
+        starting: Mapping[str, Mapping[str, int]],
+        provenance: Provenance | None,
+        term: int | None,
+    ) -> None:
+        """Start the query on `ready` (source topic -> partitions) at `starting` offsets.
+
+        `starting` is Spark's `startingOffsets` ({topic: {partition: offset}});
+        `term` the term of leadership the flow starts it in. The query must be
+        stopped (`stop`) first.
+        """
+        if self._query is not None:
+            raise RuntimeError(f"flow {self._context.name}: the query is already running")
+        settings = self._context.settings
+        run = _Run(write_spec(self._context, ready, provenance), term, self._committer.generation())
+        # Only the driver writes there, even on a cluster: the query is stateless, so
+        # executors keep no state store in it (see `engine.session`).
+        self._checkpoint = (
+            self._work_dir / "checkpoints" / self._context.name.replace(">", "") / uuid.uuid4().hex
+        )
+        reader = self._spark.readStream.format("kafka")
+        for key, value in self._context.spark_source_options().items():
+            reader = reader.option(key, value)
+        per_batch = settings.max_poll_records * sum(ready.values())
+        frame = (
+            reader.option("assign", json.dumps({t: list(range(n)) for t, n in ready.items()}))
+            .option("startingOffsets", json.dumps(starting))
+            .option("failOnDataLoss", "false")
+            .option("includeHeaders", "true")
+            .option("maxOffsetsPerTrigger", str(per_batch))
+            .load()
+        )
+        if settings.tasks_max is not None:
+            frame = frame.coalesce(settings.tasks_max)
+        self._query = (
+            frame.writeStream.queryName(f"mirrorline {self._context.name} {uuid.uuid4().hex[:6]}")
+            .foreachBatch(functools.partial(self._on_batch, run))
+            .option("checkpointLocation", str(self._checkpoint))
+            .trigger(processingTime=TRIGGER_INTERVAL)
+            .start()
+        )
+
+    def failure(self) -> str | None:
+        """Why the query ended, when it did on its own; None while it runs (or never ran)."""
+        query = self._query
+        if query is None or query.isActive:
+            return None
+        error = query.exception()
+        return summarise(str(error)) if error is not None else "the query stopped"
+
+    def stop(self) -> None:
+        """Stop the query after its in-flight batch and that batch's bookkeeping.
+
+        What is still running after `DRAIN_S` (a target that stopped answering)
+        is abandoned: nothing more of it is written, and what it wrote without
+        saving progress is replayed on the next start.
+        """
+        query, self._query = self._query, None
+        if query is not None:
+            with self._gate:
+                self._draining = True
+            deadline = time.monotonic() + self.DRAIN_S
+            batch_done = self._batch_idle.wait(self.DRAIN_S)
+            commits_done = self._committer.drain(max(0.0, deadline - time.monotonic()))
+            if not (batch_done and commits_done):
+                if not batch_done:  # free the executors now (see batch_writer.cancel_batch)
+                    cancel_batch(self._spark, self._job_group)
+                dropped = self._committer.abandon()
+                log.warning(
+                    "flow %s: abandoning %s after %ss",
+                    self._context.name,
+                    "a batch still running" if not batch_done else f"{dropped} pending commits",
+                    self.DRAIN_S,
+                )
+            try:
+                query.stop()
+            except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver
+                log.warning("flow %s: stopping its query: %s", self._context.name, exc)
+            finally:
+                with self._gate:
+                    self._draining = False
+        if self._checkpoint is not None:
+            shutil.rmtree(self._checkpoint, ignore_errors=True)
+            self._checkpoint = None
+
+    @contextmanager
+    def between_batches(self) -> Iterator[bool]:
+        """Keep batches from handing over results while the flow moves offsets itself.
+
+        Yields False, holding nothing, while a batch runs: that batch may be
+        replicating the very records, and the check is for another time.
+        """
+        if not self._batch_lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self._batch_lock.release()
+
+    def _on_batch(self, run: _Run, frame: DataFrame, batch_id: int) -> None:
+        with self._gate:
+            if (
+                self._draining
+                or self._current_term() != run.term
+                or self._committer.failure() is not None
+            ):
+                # Stopping, no longer the leader, or the bookkeeping failed: the
+                # next start replays it (progress is unchanged).
+                return
+            self._batch_idle.clear()
+        try:
+            with self._batch_lock:
+                self._write(run, frame, batch_id)
+        finally:
+            self._batch_idle.set()
+
+    def _write(self, run: _Run, frame: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        spec = with_size_limits(run.spec, self._size_limits())
+        results = write_batch(frame, spec, self._job_group)
+        self._committer.submit_batch(
+            batch_id,
+            results,
+            exactly_once=self._context.settings.exactly_once,
+            started=started,
+            generation=run.generation,
+            term=run.term,
+        )

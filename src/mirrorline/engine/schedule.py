@@ -1,0 +1,85 @@
+"""A flow's periodic control loops, listed in one place, each failure kept apart.
+
+Every loop runs at once when the flow starts and then every `interval`
+seconds (a loop whose interval is None runs once, at start). A loop that
+fails does not stop the others or the flow: its error is kept, for the
+flow's status, until the loop succeeds again.
+
+Loops come in stages, so that the flow runs each stage where its conditions
+hold (a stage needs the clusters to answer, another a running query); a loop
+that is due while its stage cannot run waits and runs as soon as it can.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mirrorline.engine.status import summarise
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Due:
+    """A control loop's schedule: runs at start, then every `interval` seconds."""
+
+    interval: float | None
+    next_at: float = 0.0
+
+    def take(self, now: float) -> bool:
+        """Whether the loop is due at `now`; if so, its next run is scheduled."""
+        if now < self.next_at:
+            return False
+        self.next_at = now + self.interval if self.interval is not None else math.inf
+        return True
+
+
+@dataclass
+class Loop:
+    name: str  # as the status shows it: "topic refresh failed: ..."
+    stage: str
+    due: Due
+    action: Callable[[], object]
+
+
+class Scheduler:
+    """The control loops of one flow and their latest errors; thread-safe for readers."""
+
+    def __init__(self, flow: str) -> None:
+        self.flow = flow
+        self._loops: list[Loop] = []
+        self._lock = threading.Lock()
+        self._errors: dict[str, str] = {}
+
+    def every(
+        self, name: str, interval: float | None, action: Callable[[], object], *, stage: str
+    ) -> None:
+        """Add a loop running `action` every `interval` seconds in `stage`, in this order."""
+        self._loops.append(Loop(name, stage, Due(interval), action))
+
+    def run(self, stage: str, now: float) -> None:
+        """Run the due loops of `stage`, in the order they were added."""
+        for loop in self._loops:
+            if loop.stage == stage and loop.due.take(now):
+                self.guard(loop.name, loop.action)
+
+    def guard(self, name: str, action: Callable[[], object]) -> None:
+        """Run one loop's work; its failure is a problem in the status, not the flow's end."""
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - one loop's failure must not stop the others
+            log.warning("flow %s: %s failed: %s", self.flow, name, exc)
+            with self._lock:
+                self._errors[name] = summarise(str(exc))
+        else:
+            with self._lock:
+                self._errors.pop(name, None)
+
+    def errors(self) -> dict[str, str]:
+        """The latest error of each loop that has not succeeded since."""
+        with self._lock:
+            return dict(self._errors)

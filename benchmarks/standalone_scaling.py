@@ -8,7 +8,7 @@ installed PySpark (`tests/support/spark_standalone.py`), `mirrorline driver
 rate is taken from the first record on the target to the last (target end offsets
 polled every 0.1 s), as in `replication_benchmark.py`. Every layout gets its own
 source topic with the same records. CPU seconds of the driver's process tree and
-of the workers' trees (executors and their Python workers) are sampled from /proc.
+of the workers' trees (the workers and their executors) are sampled from /proc.
 
 Run `python benchmarks/standalone_scaling.py --help`; results go to
 `benchmarks/results/standalone-scaling-<date>.json` and are summarised in
@@ -114,9 +114,8 @@ def measure(
     workers, cores = layout
     name = f"{workers}x{cores}"
     say(f"layout {name}: {workers} worker(s) of {cores} core(s)")
-    env = {"PYTHONPATH": str(REPO / "src")}  # the executors' Python writer: this checkout
     cluster = StandaloneCluster(
-        work / f"spark-{name}", workers=workers, cores=cores, memory=args.worker_memory, env=env
+        work / f"spark-{name}", workers=workers, cores=cores, memory=args.worker_memory
     )
     target = OffsetWatcher(clusters[1].bootstrap_servers)
     remote = f"{SOURCE}.{topic}"
@@ -241,7 +240,7 @@ def main(argv: list[str]) -> int:
         report = {
             "date": now.strftime("%Y-%m-%d %H:%M"),
             "command": command,
-            "writer": "Python executor writer (mapInArrow + confluent-kafka)",
+            "writer": "Mirrorline's JVM writer (jar set mirrorline-writer)",
             "settings": {
                 "records": args.records,
                 "record_size": args.record_size,

@@ -178,21 +178,22 @@ class StandaloneCluster:
         worker's executors, and their Python workers, are its descendants."""
         return {d.name: d.popen.pid for d in self._daemons}
 
-    def processes(self) -> list[int]:
-        """Pids of every live process working in the cluster's directory, found as `ps`
-        would: the daemons (started there), the executors (in their work directories)
-        and the executors' Python workers. Independent of how `stop()` finds them."""
-        found = []
+    def processes(self) -> dict[int, str]:
+        """Every live process working in the cluster's directory, pid -> command line,
+        found as `ps` would: the daemons (started there), the executors (in their work
+        directories) and anything those start. Independent of how `stop()` finds them."""
+        found = {}
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
             try:
                 cwd = Path(os.readlink(f"/proc/{entry}/cwd"))
                 state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
             except OSError:
                 continue
             if state not in ("Z", "X") and cwd.is_relative_to(self.directory):
-                found.append(int(entry))
+                found[int(entry)] = command.decode(errors="replace").strip()
         return found
 
     # -- helpers ---------------------------------------------------------------------

@@ -6,8 +6,8 @@ Spark that the driver runs, in JVMs of their own (not local mode). Everything
 binds to 127.0.0.1 on free ports and keeps its files (logs, the workers' work
 directories with each executor's output and fetched jars) under one directory.
 
-Each daemon leads a session of its own (its executors and their Python workers
-stay in it) and runs under `setpriv --pdeathsig KILL`, so `stop()` ends every
+Each daemon leads a session of its own (the executors a worker starts, and
+anything they start, stay in it) and runs under `setpriv --pdeathsig KILL`, so `stop()` ends every
 process the cluster started, and the kernel ends the daemons if the process
 that started them dies first.
 
@@ -59,8 +59,7 @@ class StandaloneCluster:
     """A master and `workers` workers of `cores` cores and `memory` each.
 
     `env` is added to the daemons' environment; the workers pass it on to the
-    executors they start (PYTHONPATH, for one, reaches the executors' Python
-    workers that way).
+    executors they start.
     """
 
     def __init__(
@@ -134,7 +133,7 @@ class StandaloneCluster:
             except subprocess.TimeoutExpired:
                 pass
         for daemon in self._daemons:
-            # Executors or Python workers a daemon left behind are still in its session.
+            # Whatever a daemon left behind (an executor) is still in its session.
             kill_session(daemon.popen.pid, timeout=timeout, what=f"the Spark {daemon.name}")
             daemon.popen.wait()
         self._daemons.clear()
@@ -175,7 +174,7 @@ class StandaloneCluster:
 
     def daemon_pids(self) -> dict[str, int]:
         """The master's and each worker's JVM by name ("master", "worker-1", ...); a
-        worker's executors, and their Python workers, are its descendants."""
+        worker's executors are its descendants."""
         return {d.name: d.popen.pid for d in self._daemons}
 
     def processes(self) -> dict[int, str]:

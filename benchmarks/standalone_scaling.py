@@ -8,7 +8,7 @@ installed PySpark (`tests/support/spark_standalone.py`), `mirrorline driver
 rate is taken from the first record on the target to the last (target end offsets
 polled every 0.1 s), as in `replication_benchmark.py`. Every layout gets its own
 source topic with the same records. CPU seconds of the driver's process tree and
-of the workers' trees (executors and their Python workers) are sampled from /proc.
+of the workers' trees (the workers and their executors) are sampled from /proc.
 
 Run `python benchmarks/standalone_scaling.py --help`; results go to
 `benchmarks/results/standalone-scaling-<date>.json` and are summarised in
@@ -114,9 +114,8 @@ def measure(
     workers, cores = layout
     name = f"{workers}x{cores}"
     say(f"layout {name}: {workers} worker(s) of {cores} core(s)")
-    env = {"PYTHONPATH": str(REPO / "src")}  # the executors' Python writer: this checkout
     cluster = StandaloneCluster(
-        work / f"spark-{name}", workers=workers, cores=cores, memory=args.worker_memory, env=env
+        work / f"spark-{name}", workers=workers, cores=cores, memory=args.worker_memory
     )
     target = OffsetWatcher(clusters[1].bootstrap_servers)
     remote = f"{SOURCE}.{topic}"
@@ -147,10 +146,10 @@ def measure(
                 now = time.monotonic()
                 total = sum(target.end_offsets(remote).values())
                 if first is None and total > 0:
-                    first = now
+                    first, first_mark = now, load.mark()
                     say(f"  first records on {TARGET} after {now - proc.started:.1f}s")
                 if total >= args.records:
-                    done = now
+                    done, done_mark = now, load.mark()
                 proc.check()
                 if now - proc.started > args.timeout:
                     raise BenchmarkError(
@@ -168,6 +167,9 @@ def measure(
             load.stop()
             target.close()
     transfer = max(done - first, POLL_S)
+    # Everything the machine did while records moved (brokers and driver included): a
+    # value near the core count means more executor cores had no CPU left to use.
+    busy = (done_mark[1] - first_mark[1]) / max(done_mark[0] - first_mark[0], POLL_S)
     result = {
         "layout": name,
         "workers": workers,
@@ -178,13 +180,15 @@ def measure(
         "records_per_s": round(args.records / transfer, 1),
         "cpu_s_driver": round(driver_cpu, 1),
         "cpu_s_workers_and_executors": round(executors_cpu, 1),
+        "machine_busy_cores_in_transfer": round(busy, 2),
         "other_cpu_cores": other,
         "graceful_stop": stopped.graceful,
     }
     say(
         f"  {name}: {result['records_per_s']:,.0f} records/s (transfer {result['transfer_s']}s, "
         f"startup {result['startup_s']}s; CPU s: driver {result['cpu_s_driver']}, "
-        f"workers+executors {result['cpu_s_workers_and_executors']})"
+        f"workers+executors {result['cpu_s_workers_and_executors']}; machine busy "
+        f"{result['machine_busy_cores_in_transfer']} cores in transfer)"
     )
     return result
 
@@ -220,15 +224,15 @@ def main(argv: list[str]) -> int:
     print(f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions")
     print(
         "| layout | executor cores | records/s | vs first | transfer s | startup s "
-        "| CPU s driver | CPU s workers | other load (cores) |"
+        "| CPU s driver | CPU s workers | machine busy in transfer (cores) | other load (cores) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
             f"| {r['layout']} | {r['executor_cores']} | {r['records_per_s']:,.0f} | "
             f"{r['records_per_s'] / base:.2f}x | {r['transfer_s']} | {r['startup_s']} | "
             f"{r['cpu_s_driver']} | {r['cpu_s_workers_and_executors']} | "
-            f"{r['other_cpu_cores']} |"
+            f"{r['machine_busy_cores_in_transfer']} | {r['other_cpu_cores']} |"
         )
     if not args.no_save:
         now = dt.datetime.now()
@@ -236,7 +240,7 @@ def main(argv: list[str]) -> int:
         report = {
             "date": now.strftime("%Y-%m-%d %H:%M"),
             "command": command,
-            "writer": "Python executor writer (mapInArrow + confluent-kafka)",
+            "writer": "Mirrorline's JVM writer (jar set mirrorline-writer)",
             "settings": {
                 "records": args.records,
                 "record_size": args.record_size,

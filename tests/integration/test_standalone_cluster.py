@@ -3,8 +3,9 @@
 A master and two workers of one core each run as separate JVMs
 (`support.spark_standalone`); the driver is a child process in client mode, so
 every record is moved by executors the workers started, which get Spark's Kafka
-connector only from the driver (`spark.jars`). The replica must equal the source
-record for record, and the work must have run on both workers.
+connector and Mirrorline's writer only from the driver (`spark.jars`) and run no
+Python. The replica must equal the source record for record, and the work must
+have run on both workers.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-import mirrorline
+from mirrorline.engine.session import executor_jars
 from support.crash_harness import EndOffsets, TopicReader, numbered_record
 from support.driver_process import DriverProcess
 from support.driving import write_config
@@ -38,19 +39,12 @@ DRIVER_CHECKPOINT_ENTRIES = {"metadata", "offsets", "commits", "sources"}
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory):
-    # The executors' Python workers import the Mirrorline under test (the writer
-    # runs there until it moves into the JVM): the workers pass PYTHONPATH on.
-    source_root = Path(mirrorline.__file__).resolve().parent.parent
     cluster = StandaloneCluster(
-        tmp_path_factory.mktemp("spark-standalone"),
-        workers=WORKERS,
-        cores=1,
-        memory="1g",
-        env={"PYTHONPATH": str(source_root)},
+        tmp_path_factory.mktemp("spark-standalone"), workers=WORKERS, cores=1, memory="1g"
     )
     with cluster:
         yield cluster
-    assert cluster.pids() == []
+    assert cluster.processes() == {}, "processes of the Spark cluster outlived its stop()"
 
 
 def test_driver_replicates_through_executors_on_both_workers(
@@ -82,10 +76,12 @@ def test_driver_replicates_through_executors_on_both_workers(
     target_ends = EndOffsets(west.bootstrap_servers)
     with driver:
         checkpoint_entries: set[str] = set()
+        cluster_commands: set[str] = set()
 
         def replicated() -> bool:
             driver.check()
             checkpoint_entries.update(_checkpoint_entries(work_dir))
+            cluster_commands.update(standalone.processes().values())
             return sum(target_ends(remote, PARTITIONS).values()) >= RECORDS
 
         wait_until(
@@ -98,17 +94,26 @@ def test_driver_replicates_through_executors_on_both_workers(
         assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
     target_ends.close()
 
-    # Both executors ran tasks, one on each worker, and loaded the connector the
-    # driver served: each executor's work directory holds the jars it fetched.
+    # Both executors ran tasks, one on each worker, and loaded the jars the driver
+    # served: each executor's work directory holds those it fetched.
     assert len(executors) == WORKERS, executors
     assert all(e["completedTasks"] > 0 for e in executors), executors
     per_worker = standalone.executors_of(app_id)
     assert sorted(len(found) for found in per_worker.values()) == [1] * WORKERS, per_worker
     executor_dirs = standalone.executor_dirs(app_id)
     assert len(executor_dirs) == WORKERS
+    served = {jar.name for jar in executor_jars()}
+    assert any(name.startswith("spark-sql-kafka") for name in served), served
+    assert any(name.startswith("mirrorline-writer") for name in served), served
     for directory in executor_dirs:
         fetched = {p.name for p in directory.glob("*.jar")}
-        assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" in fetched, (directory, fetched)
+        assert served <= fetched, (directory, served - fetched)
+    # Executors are JVMs only: no process of the cluster ever ran Python.
+    executor_commands = [c for c in cluster_commands if "CoarseGrainedExecutorBackend" in c]
+    assert len(executor_commands) == WORKERS, cluster_commands
+    programs = {c.split(" ", 1)[0].rsplit("/", 1)[-1] for c in cluster_commands}
+    assert "java" in programs, cluster_commands
+    assert not [p for p in programs if p.startswith("python")], cluster_commands
     # The query is stateless: only the driver wrote its checkpoint.
     assert {"offsets", "commits"} <= checkpoint_entries, checkpoint_entries
     assert checkpoint_entries <= DRIVER_CHECKPOINT_ENTRIES, checkpoint_entries

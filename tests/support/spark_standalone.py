@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorline.process import dying_with_parent
-from support.sessions import kill_session, session_members
+from support.sessions import kill_session
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -72,7 +72,7 @@ class StandaloneCluster:
         memory: str = "1g",
         env: dict[str, str] | None = None,
     ) -> None:
-        self.directory = directory
+        self.directory = directory.resolve()
         self.workers = workers
         self.cores = cores
         self.memory = memory
@@ -178,10 +178,23 @@ class StandaloneCluster:
         worker's executors, and their Python workers, are its descendants."""
         return {d.name: d.popen.pid for d in self._daemons}
 
-    def pids(self) -> list[int]:
-        """Every live process the cluster started (daemons, executors, Python workers)."""
-
-        return [pid for d in self._daemons for pid in session_members(d.popen.pid)]
+    def processes(self) -> dict[int, str]:
+        """Every live process working in the cluster's directory, pid -> command line,
+        found as `ps` would: the daemons (started there), the executors (in their work
+        directories) and anything those start. Independent of how `stop()` finds them."""
+        found = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cwd = Path(os.readlink(f"/proc/{entry}/cwd"))
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if state not in ("Z", "X") and cwd.is_relative_to(self.directory):
+                found[int(entry)] = command.decode(errors="replace").strip()
+        return found
 
     # -- helpers ---------------------------------------------------------------------
 

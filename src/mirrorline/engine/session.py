@@ -5,7 +5,7 @@ Defaults suit one machine (`local[*]`, 2 cores / 24 GiB is the smallest we plan 
 the driver in this process (client mode). The jars executors need come from the jar
 cache filled by `make jvm` (see `mirrorline.jvm`), never from the network, and reach
 the executors through Spark itself: `spark.jars` names local files that the driver
-serves to every executor (on YARN the client uploads them with the application).
+serves to every executor, whatever the cluster manager.
 
 Nothing else of the driver's host is needed by executors. The streaming checkpoint
 directory (under the driver's `--work-dir`) is written only by the driver: Spark's

@@ -39,11 +39,24 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import replication_benchmark as bench  # noqa: E402  (also puts this checkout's src first)
+import benchlib  # noqa: E402, F401  (puts this checkout's src first)
+from benchlib import procs  # noqa: E402
+from benchlib.common import REPO, SOURCE, say, wait_for  # noqa: E402
+from benchlib.kafka_data import (  # noqa: E402
+    OffsetWatcher,
+    clusters_running,
+    create_topic,
+    paced_producer,
+    preload,
+    random_values,
+)
+from benchlib.procs import OtherLoad, TreeSampler  # noqa: E402
+from benchlib.replicators import write_replication_config  # noqa: E402
 
 import mirrorline.engine.batch_writer as batch_writer  # noqa: E402
 from mirrorline.config import load_config  # noqa: E402
@@ -56,11 +69,21 @@ from mirrorline.engine.progress import ProgressStore  # noqa: E402
 TASK_LOG_ENV = "MIRRORLINE_PROFILE_TASK_LOG"
 SKIP_ZIP_ENV = "MIRRORLINE_PROFILE_SKIP_ZIP_INVALIDATION"
 # This process is the driver here; the load producer is a spawned child.
-bench._ROLES = (
+procs.ROLES[:0] = [
     ("profile_mirrorline.py", "Python driver"),
     ("multiprocessing", "load producer"),
-    *bench._ROLES,
-)
+]
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    records: int
+    record_size: int
+    partitions: int
+    tasks_max: int
+    quiet_timeout: float
+
+
 SPARK_PHASES = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
 
 
@@ -221,20 +244,12 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"stopped by {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGTERM, terminate)  # so that clusters and files are cleaned up
-    opts = bench.Options(
+    opts = ProfileOptions(
         records=args.records,
         record_size=args.record_size,
         partitions=args.partitions,
-        rate=args.rate,
-        latency_seconds=args.seconds,
-        warmup_seconds=0,
-        tools=("mirrorline",),
         tasks_max=args.tasks_max or args.partitions,
-        timeout=1800,
         quiet_timeout=args.quiet_timeout,
-        save=False,
-        work_dir=None,
-        keep_work_dir=False,
     )
     with tempfile.TemporaryDirectory(prefix="mirrorline-profile-") as tmp:
         work = Path(tmp)
@@ -242,28 +257,32 @@ def main(argv: list[str]) -> int:
         os.environ[SKIP_ZIP_ENV] = "1" if args.skip_zip_invalidation else "0"
         # Spark's Python workers must import this checkout's Mirrorline too.
         os.environ["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(bench.REPO / "src"), os.environ.get("PYTHONPATH", "")) if p
+            p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p
         )
         os.chdir(work)  # Spark leaves an artifacts/ directory in the working directory
-        with bench.clusters_running(work) as clusters:
+        with clusters_running(work) as clusters:
             report = profile(args, opts, clusters, work)
     print(report)
     return 0
 
 
-def profile(args, opts: bench.Options, clusters, work: Path) -> str:
+def profile(args, opts: ProfileOptions, clusters, work: Path) -> str:
     from mirrorline.engine.session import build_spark_session
 
     source, target = clusters
     topic = "profile"
-    bench.create_topic(source.bootstrap_servers, topic, opts.partitions)
+    create_topic(source.bootstrap_servers, topic, opts.partitions)
     if args.mode == "backlog":
-        bench.say(f"pre-loading {opts.records:,} records")
-        bench.preload(source.bootstrap_servers, [topic], opts)
-    config = bench.write_replication_config(
-        work / "profile.properties", clusters, topic, opts.tasks_max
-    )
-    load = bench.OtherLoad()
+        say(f"pre-loading {opts.records:,} records")
+        preload(
+            source.bootstrap_servers,
+            [topic],
+            records=opts.records,
+            partitions=opts.partitions,
+            value=random_values(seed=1, size=opts.record_size),
+        )
+    config = write_replication_config(work / "profile.properties", clusters, topic, opts.tasks_max)
+    load = OtherLoad()
     load.wait_quiet(opts.quiet_timeout)
     watch = Stopwatch()
     instrument(watch)
@@ -272,12 +291,12 @@ def profile(args, opts: bench.Options, clusters, work: Path) -> str:
     )
     progress: list[dict] = []
     progress_listener(spark, progress)
-    sampler = bench.TreeSampler(os.getpid()).start()
+    sampler = TreeSampler(os.getpid()).start()
     driver = Driver(select_flows(load_config(config), None), spark, work / "driver")
     stop = threading.Event()
     thread = threading.Thread(target=driver.run, args=(stop,), daemon=True)
-    watcher = bench.OffsetWatcher(target.bootstrap_servers)
-    remote = f"{bench.SOURCE}.{topic}"
+    watcher = OffsetWatcher(target.bootstrap_servers)
+    remote = f"{SOURCE}.{topic}"
     window: dict = {}
 
     def start_window() -> None:
@@ -290,13 +309,13 @@ def profile(args, opts: bench.Options, clusters, work: Path) -> str:
     thread.start()
     try:
         if args.mode == "backlog":
-            bench.wait_for(
+            wait_for(
                 lambda: sum(watcher.end_offsets(remote).values()) > 0,
                 timeout=300,
                 what="the first replicated record",
             )
             start_window()
-            bench.wait_for(
+            wait_for(
                 lambda: sum(watcher.end_offsets(remote).values()) >= opts.records,
                 timeout=1800,
                 what=f"{opts.records:,} replicated records",
@@ -323,14 +342,14 @@ def steady_load(args, source, watcher, remote, start_window) -> None:
     spawn = multiprocessing.get_context("spawn")
     go, stop, results = spawn.Event(), spawn.Event(), spawn.Queue()
     producer = spawn.Process(
-        target=bench._paced_producer,
+        target=paced_producer,
         args=(source.bootstrap_servers, "profile", args.partitions, args.record_size, args.rate)
         + (go, stop, results),
         daemon=True,
     )
     producer.start()
     try:
-        bench.wait_for(
+        wait_for(
             lambda: sum(watcher.end_offsets(remote).values()) > 0,
             timeout=300,
             what="the first replicated record",
@@ -341,7 +360,7 @@ def steady_load(args, source, watcher, remote, start_window) -> None:
         time.sleep(args.seconds)  # the workload's measured period
         stop.set()
         produced = results.get(timeout=120)["produced"]
-        bench.wait_for(
+        wait_for(
             lambda: sum(watcher.end_offsets(remote).values()) >= produced,
             timeout=600,
             what=f"{produced:,} replicated records",

@@ -8,6 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 JVM_LIB := $(CURDIR)/.cache/jvm
 PY_STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f)
 PYTEST_ARGS ?=
@@ -17,7 +18,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
-	@echo "make bench  set up everything and compare Mirrorline with MirrorMaker 2 (10-20 min)"
+	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (1-2 h)"
 	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
@@ -55,9 +56,14 @@ test: setup
 	$(BIN)/mypy src
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Full scale by default; BENCH_ARGS="--records 20000 --latency-seconds 10" for a quick check.
+# The benchmark's own packages (matplotlib for its chart), on top of the dev ones.
+$(BENCH_STAMP): pyproject.toml $(PY_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	@touch $@
+
+# Full scale by default; BENCH_ARGS="--records 100000 --latency-seconds 20" for a quick run.
 BENCH_ARGS ?=
-bench: setup
+bench: setup $(BENCH_STAMP)
 	$(BIN)/python benchmarks/replication_benchmark.py $(BENCH_ARGS)
 
 # Full scale by default; CHAOS_ARGS="--records 100000 --kills 3 --mode at-least-once" for a quick check.

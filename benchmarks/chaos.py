@@ -38,12 +38,11 @@ REPO = BENCH_DIR.parent
 # Soak the Mirrorline of this checkout, with the test suite's harness.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from replication_benchmark import environment, say  # noqa: E402
+from benchlib.common import SOURCE, TARGET, say  # noqa: E402
+from benchlib.environment import environment  # noqa: E402
 
 from mirrorline.devcluster import DevClusters  # noqa: E402
 from support.crash_harness import MODES, CrashReport, Scenario, run_crash_scenario  # noqa: E402
-
-SOURCE, TARGET = "east", "west"
 
 
 def parse_options(argv: list[str]) -> argparse.Namespace:

@@ -40,27 +40,21 @@ REPO = BENCH_DIR.parent
 # Drill the Mirrorline of this checkout, whatever else the environment has installed.
 sys.path.insert(0, str(REPO / "src"))
 
+from benchlib.common import SOURCE, TARGET, BenchmarkError, say, wait_for  # noqa: E402
+from benchlib.environment import environment  # noqa: E402
+from benchlib.kafka_data import OffsetWatcher, clusters_running, create_topic  # noqa: E402
+from benchlib.replicators import (  # noqa: E402
+    TOOL_NAMES,
+    TOOLS,
+    start_replicator,
+    write_replication_config,
+)
 from confluent_kafka import (  # noqa: E402
     OFFSET_STORED,
     Consumer,
     KafkaException,
     Producer,
     TopicPartition,
-)
-from replication_benchmark import (  # noqa: E402
-    SOURCE,
-    TARGET,
-    TOOL_NAMES,
-    TOOLS,
-    BenchmarkError,
-    OffsetWatcher,
-    clusters_running,
-    create_topic,
-    environment,
-    say,
-    start_replicator,
-    wait_for,
-    write_replication_config,
 )
 
 OFFSET_LAG_MAX = 100  # both tools' default; the drill does not set it
@@ -469,7 +463,7 @@ def compare(plan: dict[int, int], sizes: dict[int, int], synced: dict[int, int],
 
 
 def drill_config(path: Path, clusters, topic: str, groups_pattern: str, opts: Options) -> Path:
-    """The replication benchmark's file (clusters, flow, topic, tasks.max, replication
+    """The shared replication file (clusters, flow, topic, tasks.max, replication
     factors), plus checkpoints and group offset sync every `opts.interval` seconds."""
     write_replication_config(path, clusters, topic, opts.partitions)
     seconds = f"{opts.interval:g}"

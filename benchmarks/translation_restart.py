@@ -30,16 +30,10 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent / "src"))
 sys.path.insert(0, str(BENCH_DIR))
 
+from benchlib.common import say, wait_for  # noqa: E402
+from benchlib.kafka_data import OffsetWatcher, clusters_running, create_topic  # noqa: E402
+from benchlib.replicators import start_replicator, write_replication_config  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
-from replication_benchmark import (  # noqa: E402
-    OffsetWatcher,
-    clusters_running,
-    create_topic,
-    say,
-    start_replicator,
-    wait_for,
-    write_replication_config,
-)
 
 from mirrorline.control.offset_runs import RUNS_TOPIC, read_runs  # noqa: E402
 from mirrorline.control.translation import TranslationStore  # noqa: E402

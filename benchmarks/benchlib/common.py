@@ -1,0 +1,68 @@
+"""Small things every benchmark script uses: progress lines, polling, its error."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchlib import BENCH_DIR, REPO
+
+__all__ = [
+    "BENCH_DIR",
+    "REPO",
+    "SOURCE",
+    "TARGET",
+    "POLL_S",
+    "BenchmarkError",
+    "say",
+    "wait_for",
+    "percentile",
+    "tail",
+]
+
+SOURCE, TARGET = "east", "west"  # the local clusters every benchmark replicates between
+POLL_S = 0.1  # how often progress on the target is looked at
+
+
+class BenchmarkError(RuntimeError):
+    """The benchmark cannot go on; the message says what happened and where to look."""
+
+
+def say(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def wait_for(
+    condition: Callable[[], object],
+    *,
+    timeout: float,
+    what: str,
+    check: Callable[[], None] | None = None,
+    interval: float = POLL_S,
+):
+    """Poll `condition` until truthy; `check` may raise (a replicator that died)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if check is not None:
+            check()
+        if time.monotonic() > deadline:
+            raise BenchmarkError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def percentile(ordered: list[int], p: float) -> int:
+    """Nearest-rank percentile of an ascending list."""
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The end of a log file, for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"

@@ -1,0 +1,347 @@
+"""Processes seen from /proc: a process tree's CPU time and memory, the machine's
+other load, and a child process that is sampled while it runs and stopped cleanly.
+
+A replicator is more than one process (Mirrorline: the Python driver, its Spark
+JVM and Python workers; MirrorMaker 2: one JVM), so everything here works on
+the whole tree below a process, as the kernel reports it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.common import BenchmarkError, say, tail, wait_for
+
+# How long a replicator's helper processes (Spark's JVM, Python workers) may take to
+# exit after its main process did, before they count as left behind and are killed.
+LEFTOVER_GRACE_S = 15.0
+# Other processes' CPU use below which the machine counts as quiet (kernel, daemons).
+QUIET_CORES = 0.15
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    name: str
+    state: str  # "Z": exited, waiting for its parent to collect it
+    ppid: int
+    start: int  # start time in clock ticks: tells a reused pid from the original
+    cpu_ticks: int
+
+
+def read_stat(pid: int) -> ProcSample | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses; the fields follow the last ')'.
+    head, rest = text.rsplit(")", 1)
+    fields = rest.split()
+    return ProcSample(
+        name=head.split("(", 1)[1],
+        state=fields[0],
+        ppid=int(fields[1]),
+        start=int(fields[19]),
+        cpu_ticks=int(fields[11]) + int(fields[12]),
+    )
+
+
+def _read_memory_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB; PSS shares pages fairly among forked workers."""
+    rss = pss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+def process_tree(root: int) -> dict[int, ProcSample]:
+    """`root` and all its live descendants, from one pass over /proc."""
+    samples = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            sample = read_stat(int(entry))
+            if sample is not None:
+                samples[int(entry)] = sample
+    tree: dict[int, ProcSample] = {}
+    if root in samples:
+        tree[root] = samples[root]
+        frontier = [root]
+        while frontier:
+            parent = frontier.pop()
+            for pid, sample in samples.items():
+                if sample.ppid == parent and pid not in tree:
+                    tree[pid] = sample
+                    frontier.append(pid)
+    return tree
+
+
+# What a process of a replicator's tree is, by a marker in its command line. A
+# script may put its own markers first (the profiler runs the driver in-process).
+ROLES: list[tuple[str, str]] = [
+    ("org.apache.spark.deploy.SparkSubmit", "Spark JVM"),
+    ("pyspark.daemon", "Python workers"),
+    ("mirrorline driver", "Python driver"),
+    ("org.apache.kafka.connect.mirror.MirrorMaker", "MirrorMaker 2 JVM"),
+    ("CopyLoop", "copy loop JVM"),
+    ("kafka.Kafka", "Kafka brokers"),
+]
+
+
+def process_role(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return "exited"
+    for marker, role in ROLES:
+        if marker in cmdline:
+            return role
+    return cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or "unknown"
+
+
+class TreeSampler:
+    """Samples a process tree's memory and CPU time in the background.
+
+    RSS summed over processes counts pages shared by forked workers more than
+    once, so PSS is kept too. CPU time is the sum over every process seen in the
+    tree (by pid and start time), so a worker that exits still counts up to its
+    last sample; it is also kept per role (driver, JVM, workers) to show where
+    the time goes.
+    """
+
+    def __init__(self, root: int, interval: float = 0.5) -> None:
+        self.root = root
+        self.interval = interval
+        self.peak_rss_kib = 0
+        self.peak_pss_kib = 0
+        self.peak_processes = 0
+        self._cpu_ticks: dict[tuple[int, int], int] = {}
+        self._roles: dict[tuple[int, int], str] = {}
+        self._members: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-sampler", daemon=True)
+
+    def start(self) -> TreeSampler:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        tree = process_tree(self.root)
+        rss = pss = 0
+        for pid in tree:
+            process_rss, process_pss = _read_memory_kib(pid)
+            rss += process_rss
+            pss += process_pss
+        with self._lock:
+            for pid, s in tree.items():
+                self._cpu_ticks[(pid, s.start)] = s.cpu_ticks
+                if (pid, s.start) not in self._roles:
+                    self._roles[(pid, s.start)] = process_role(pid)
+            if tree:
+                self._members = {pid: s.start for pid, s in tree.items()}
+            self.peak_rss_kib = max(self.peak_rss_kib, rss)
+            self.peak_pss_kib = max(self.peak_pss_kib, pss)
+            self.peak_processes = max(self.peak_processes, len(tree))
+
+    def cpu_seconds(self) -> float:
+        with self._lock:
+            return sum(self._cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
+
+    def cpu_seconds_now(self) -> float:
+        """CPU time up to this very moment (samples first, unlike `cpu_seconds`)."""
+        self.sample()
+        return self.cpu_seconds()
+
+    def cpu_seconds_by_role(self) -> dict[str, float]:
+        ticks_per_s = os.sysconf("SC_CLK_TCK")
+        with self._lock:
+            by_role: dict[str, float] = {}
+            for member, ticks in self._cpu_ticks.items():
+                role = self._roles[member]
+                by_role[role] = by_role.get(role, 0.0) + ticks / ticks_per_s
+        # Short-lived helpers (a shell, readlink) show up with no measurable time.
+        return {role: round(sec, 1) for role, sec in sorted(by_role.items()) if sec >= 0.05}
+
+    def members(self) -> dict[int, int]:
+        """The last seen tree, pid -> start time."""
+        with self._lock:
+            return dict(self._members)
+
+
+def end_tree(members: dict[int, int], grace: float) -> list[str]:
+    """Give a stopped replicator's other processes `grace` seconds to exit on their own,
+    then SIGKILL the rest; returns the names of those killed.
+
+    A process counts as the same one only with the same pid and start time, so a
+    reused pid is never touched.
+    """
+
+    def running() -> dict[int, str]:
+        alive = {}
+        for pid, start in members.items():
+            sample = read_stat(pid)
+            if sample is not None and sample.start == start and sample.state != "Z":
+                alive[pid] = sample.name
+        return alive
+
+    deadline = time.monotonic() + grace
+    while (left := running()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for(
+        lambda: not (set(running()) & set(left)),
+        timeout=30,
+        what=f"processes {sorted(left)} to die after SIGKILL",
+    )
+    return sorted(left.values())
+
+
+def _machine_busy_seconds() -> float:
+    """CPU time the whole machine spent busy since boot (all cores, from /proc/stat)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class OtherLoad:
+    """CPU used by processes that are not the benchmark's, so a busy machine shows.
+
+    The machine's busy time minus the CPU time of the benchmark's own process tree
+    (itself, the clusters, the replicator, the load producer). A few hundredths of
+    a core is the kernel and idle daemons; more means the numbers are disturbed.
+    """
+
+    def __init__(self) -> None:
+        self._own = TreeSampler(os.getpid(), interval=1.0).start()
+
+    def mark(self) -> tuple[float, float, float]:
+        self._own.sample()
+        return time.monotonic(), _machine_busy_seconds(), self._own.cpu_seconds()
+
+    def cores_since(self, mark: tuple[float, float, float]) -> float:
+        now = self.mark()
+        elapsed = now[0] - mark[0]
+        other = (now[1] - mark[1]) - (now[2] - mark[2])
+        return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
+
+    def wait_quiet(self, timeout: float, window: float = 5.0) -> float:
+        """Wait until other processes use at most QUIET_CORES for `window` seconds.
+
+        Returns the other processes' load in the last window. At the deadline the
+        benchmark goes on regardless: each phase records the load it ran under.
+        No wait at all with a timeout of 0.
+        """
+        if timeout <= 0:
+            return 0.0
+        deadline = time.monotonic() + timeout
+        told = False
+        while True:
+            mark = self.mark()
+            time.sleep(window)  # the measuring window itself
+            cores = self.cores_since(mark)
+            if cores <= QUIET_CORES or time.monotonic() >= deadline:
+                if cores > QUIET_CORES:
+                    say(f"warning: other processes keep {cores} cores busy; results will suffer")
+                return cores
+            if not told:
+                say(f"waiting for other processes to leave the cores alone ({cores} busy)")
+                told = True
+
+    def stop(self) -> None:
+        self._own.stop()
+
+
+@dataclass
+class StopReport:
+    graceful: bool  # exited by itself after SIGTERM
+    seconds: float  # from SIGTERM until the process exited
+    tree_seconds: float  # ... until every process of its tree was gone
+    leftovers_killed: list[str]  # processes still running LEFTOVER_GRACE_S after that
+
+
+class SampledProcess:
+    """One replicator (or copy loop) run as a subprocess: output in a log file, its
+    process tree sampled, stopped with SIGTERM and, past a deadline, SIGKILL."""
+
+    def __init__(
+        self, name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path
+    ) -> None:
+        self.name = name
+        self.log_path = log_path
+        self.command = command
+        setpriv = shutil.which("setpriv")
+        if setpriv:
+            # The kernel kills the replicator if the benchmark dies, even by SIGKILL.
+            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+        self._log = open(log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.started = time.monotonic()
+        self.popen = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,  # whatever a replicator leaves in its working directory stays there
+            start_new_session=True,  # a terminal's Ctrl-C goes to the benchmark, which stops us
+        )
+        self.sampler = TreeSampler(self.popen.pid).start()
+
+    def check(self) -> None:
+        """Raise if the process exited on its own (with the end of its log)."""
+        if self.popen.poll() is not None:
+            raise BenchmarkError(
+                f"{self.name} exited with code {self.popen.returncode}; "
+                f"end of {self.log_path}:\n{tail(self.log_path)}"
+            )
+
+    def stop(self, timeout: float = 120) -> StopReport:
+        """SIGTERM, wait up to `timeout` s for a graceful exit, then SIGKILL whatever is
+        left of the tree."""
+        self.sampler.sample()
+        members = self.sampler.members()
+        self.sampler.stop()
+        began = time.monotonic()
+        graceful = True
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                graceful = False
+                self.popen.kill()
+                self.popen.wait(30)
+        seconds = time.monotonic() - began
+        leftovers = end_tree(members, grace=LEFTOVER_GRACE_S)
+        if leftovers:
+            say(
+                f"  killed {', '.join(leftovers)}: still running {LEFTOVER_GRACE_S:.0f}s "
+                f"after {self.name} exited"
+            )
+        tree_seconds = time.monotonic() - began
+        self._log.close()
+        return StopReport(graceful, round(seconds, 2), round(tree_seconds, 2), leftovers)

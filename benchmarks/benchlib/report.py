@@ -1,0 +1,207 @@
+"""The replication benchmark's numbers as ratios, tables and markdown: for the console,
+the generated block of RESULTS.md and the benchmark table of the README."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchlib.contenders import BASELINE, CONTENDERS, DATA_PATH_CONSUMER, DATA_PATH_PRODUCER
+from benchlib.environment import environment_text
+from benchlib.workloads import WORKLOADS
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    ratios: str  # the key of this metric's ratio dict in a workload's results
+    better: str  # "higher" or "lower"
+    fmt: str
+
+
+METRICS = (
+    Metric("throughput_rps", "records/s", "ratios", "higher", "{:,.0f}"),
+    Metric("mb_s", "MB/s", "mb_s_ratios", "higher", "{:,.1f}"),
+    Metric("cpu_s_per_gb", "CPU s/GB", "cpu_ratios", "lower", "{:,.0f}"),
+    Metric("peak_rss_mib", "peak RSS MiB", "rss_ratios", "lower", "{:,.0f}"),
+    Metric("startup_s", "startup s", "startup_ratios", "lower", "{:,.1f}"),
+    Metric("age_p50_ms", "age p50 ms", "age_p50_ratios", "lower", "{:,.0f}"),
+    Metric("age_p99_ms", "age p99 ms", "age_p99_ratios", "lower", "{:,.0f}"),
+    Metric("age_max_ms", "age max ms", "age_max_ratios", "lower", "{:,.0f}"),
+)
+
+
+def ratios(contenders: dict[str, dict]) -> dict[str, dict[str, float | None]]:
+    """Per metric (by its ratio dict's name): every contender's value / BASELINE's."""
+    base = contenders.get(BASELINE)
+    out: dict[str, dict[str, float | None]] = {}
+    for m in METRICS:
+        out[m.ratios] = {}
+        for name, numbers in contenders.items():
+            value = numbers.get(m.key)
+            reference = base.get(m.key) if base else None
+            out[m.ratios][name] = (
+                round(value / reference, 3) if value is not None and reference else None
+            )
+    return out
+
+
+def _cell(m: Metric, value, ratio) -> str:
+    if value is None:
+        return "n/a"
+    text = m.fmt.format(value)
+    return f"{text} ({ratio:.2f})" if ratio is not None else text
+
+
+def _metrics_of(contenders: dict[str, dict]) -> list[Metric]:
+    return [m for m in METRICS if any(c.get(m.key) is not None for c in contenders.values())]
+
+
+def workload_table(result: dict) -> str:
+    """One row per contender, one column per metric the workload has; each cell the
+    value and, in parentheses, its ratio to the baseline."""
+    contenders = result["contenders"]
+    metrics = _metrics_of(contenders)
+    header = ["contender", *(f"{m.label} ({m.better} is better)" for m in metrics)]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(metrics)]
+    for name, numbers in contenders.items():
+        cells = [_cell(m, numbers.get(m.key), result[m.ratios].get(name)) for m in metrics]
+        lines.append(f"| {CONTENDERS[name].label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def tables_text(report: dict) -> str:
+    parts = []
+    for name, result in report["workloads"].items():
+        about = WORKLOADS[name].description
+        parts += [f"### {name}", "", about[0].upper() + about[1:] + ".", "", workload_table(result)]
+        parts += ["", _conditions(result), ""]
+    parts.append(
+        f"In parentheses: the ratio to {CONTENDERS[BASELINE].label} in the same run "
+        "(n/a: not measured for this workload)."
+    )
+    return "\n".join(parts)
+
+
+def _conditions(result: dict) -> str:
+    loads = ", ".join(
+        f"{CONTENDERS[n].column} {c['other_cpu_cores']:.2f}"
+        for n, c in result["contenders"].items()
+    )
+    return f"CPU cores used by other processes meanwhile: {loads}."
+
+
+def settings_text(report: dict) -> str:
+    s = report["settings"]
+    return (
+        f"{s['records']:,} records per backlog, {s['partitions']} partitions, "
+        f"`tasks.max = {s['tasks_max']}` for every replicator (the copy loop is one "
+        f"consumer and one producer); steady load for {s['latency_seconds']:g} s after a "
+        f"{s['warmup_seconds']:g} s warm-up. Single-node KRaft clusters `east` -> `west` "
+        "on loopback; contenders run one after the other, each on its own copy of the "
+        "same records."
+    )
+
+
+def data_path_text() -> str:
+    producer = ", ".join(f"`{k}={v}`" for k, v in DATA_PATH_PRODUCER.items())
+    consumer = ", ".join(f"`{k}={v}`" for k, v in DATA_PATH_CONSUMER.items())
+    return (
+        f"Data-path settings of every tuned contender (all but MM2 shipped), checked in "
+        f"each contender's effective configuration: producer {producer}; consumer {consumer}."
+    )
+
+
+def results_section(report: dict) -> str:
+    """The generated block of RESULTS.md."""
+    configurations = [
+        f"`{name}`:\n\n```properties\n{text.rstrip()}\n```\n"
+        for name, text in report["settings"]["configurations"].items()
+    ]
+    shipped = report["settings"].get("mm2_shipped_effective")
+    lines = [
+        f"Run on {report['date']} ({report['duration_s'] / 60:.1f} minutes) with:",
+        "",
+        "```sh",
+        report["command"],
+        "```",
+        "",
+        settings_text(report),
+        "",
+        data_path_text(),
+    ]
+    if shipped:
+        lines += ["", f"MM2 shipped ran with its defaults, as its log shows: {_settings(shipped)}."]
+    lines += [
+        "",
+        tables_text(report),
+        "",
+        f"![throughput and record age](results/{report['name']}.png)",
+        "",
+        environment_text(report["environment"]),
+        "",
+        f"Raw numbers: `benchmarks/results/{report['name']}.json`.",
+        "",
+        "<details><summary>The contenders' configuration files</summary>",
+        "",
+        *configurations,
+        "</details>",
+    ]
+    return "\n".join(lines)
+
+
+def _settings(effective: dict) -> str:
+    parts = [f"`{k}={v}`" for kind in ("producer", "consumer") for k, v in effective[kind].items()]
+    return ", ".join(parts)
+
+
+README_ROWS = (
+    ("backlog_1k", "throughput_rps"),
+    ("backlog_100b", "throughput_rps"),
+    ("backlog_lz4", "throughput_rps"),
+    ("backlog_1k", "cpu_s_per_gb"),
+    ("backlog_1k", "peak_rss_mib"),
+    ("backlog_1k", "startup_s"),
+    ("steady_5k", "age_p50_ms"),
+    ("steady_5k", "age_p99_ms"),
+)
+
+
+def readme_section(report: dict) -> str:
+    """The README's benchmark table: the headline numbers of the same run."""
+    names = list(next(iter(report["workloads"].values()))["contenders"])
+    by_key = {m.key: m for m in METRICS}
+    lines = [
+        f"Mirrorline against MirrorMaker 2 {report['environment']['versions']['mirrormaker2']} "
+        "(dedicated mode, with its shipped defaults and tuned) and a bare copy loop, on a "
+        f"{report['environment']['machine']['cpu_cores']}-core machine: "
+        f"{settings_text(report)} Every contender but MM2 shipped has the same data-path "
+        f"client settings. Run on {report['date']} with:",
+        "",
+        "```sh",
+        report["command"],
+        "```",
+        "",
+        "| workload | metric | " + " | ".join(CONTENDERS[n].column for n in names) + " |",
+        "|---|---|" + "---:|" * len(names),
+    ]
+    for workload, key in README_ROWS:
+        result = report["workloads"].get(workload)
+        if result is None:
+            continue
+        m = by_key[key]
+        numbers = result["contenders"]
+        if all(numbers[n].get(key) is None for n in names):
+            continue
+        cells = [_cell(m, numbers[n].get(key), result[m.ratios].get(n)) for n in names]
+        lines.append(
+            f"| {workload} | {m.label} ({m.better} is better) | " + " | ".join(cells) + " |"
+        )
+    lines += [
+        "",
+        f"In parentheses: the ratio to {CONTENDERS[BASELINE].label}. Every workload, ratio "
+        "and setting: [benchmarks/RESULTS.md](benchmarks/RESULTS.md).",
+        "",
+        "![throughput and record age](benchmarks/chart.png)",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""Steady workloads: record age at the target under a constant produce rate.
+
+A separate producer process writes PROBE_RATE records/s into an empty topic until
+the first record reaches the target (that is the start-up), then the workload's
+rate for the warm-up and the measured window. Each record's timestamp is its
+produce time and every contender keeps it, so a consumer on the target computes
+each record's age as arrival - timestamp, for the records produced in the window.
+The consumer reads as the contender's guarantee is read: `read_committed` for
+exactly-once. The run ends once every produced record arrived (a lost record
+fails it).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import queue
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+from benchlib.common import POLL_S, TARGET, BenchmarkError, percentile, say, wait_for
+from benchlib.kafka_data import create_topic, paced_producer
+from benchlib.runs import MB, Run, common_numbers, per_gb, stop
+from benchlib.target import TargetTopic
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def measure_steady(run: Run) -> dict:
+    s, w, label = run.settings, run.workload, run.contender.label
+    create_topic(run.source.bootstrap_servers, run.topic, s.partitions)
+    say(
+        f"{label}: {w.rate:,} records/s into {run.topic} for {s.warmup_seconds:g}s warm-up "
+        f"+ {s.latency_seconds:g}s measured"
+    )
+    spawn = multiprocessing.get_context("spawn")
+    go, halt, results = spawn.Event(), spawn.Event(), spawn.Queue()
+    producer = spawn.Process(
+        target=paced_producer,
+        args=(run.source.bootstrap_servers, run.topic, s.partitions, w.value_size, w.rate)
+        + (go, halt, results),
+        daemon=True,
+    )
+    watch = TargetTopic(run.target.bootstrap_servers, run.remote, s.partitions, False)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": run.target.bootstrap_servers,
+            "group.id": "mirrorline-bench-latency",
+            "enable.auto.commit": False,
+            "isolation.level": (
+                "read_committed" if run.contender.exactly_once else "read_uncommitted"
+            ),
+            "enable.partition.eof": False,
+        }
+    )
+    run.load.wait_quiet(s.quiet_timeout)
+    proc = run.start()
+    began = run.load.mark()
+    producer.start()
+    ages: list[int] = []
+    consumed = in_window = bytes_in_window = 0
+    window_start = window_end = math.inf
+
+    def read(timeout: float) -> None:
+        nonlocal consumed, in_window, bytes_in_window
+        messages = consumer.consume(num_messages=1000, timeout=timeout)
+        arrival = _now_ms()
+        for msg in messages:
+            if msg.error():
+                raise BenchmarkError(f"reading {run.remote}: {msg.error().str()}")
+            consumed += 1
+            produced_at = msg.timestamp()[1]
+            if window_start <= produced_at < window_end:
+                ages.append(arrival - produced_at)
+            if window_start <= arrival < window_end:
+                in_window += 1
+                bytes_in_window += len(msg.value() or b"") + len(msg.key() or b"")
+
+    try:
+        wait_for(
+            watch.ready,
+            timeout=s.timeout,
+            what=f"{label} to create {run.remote} on {TARGET}",
+            check=proc.check,
+            interval=0.5,
+        )
+        consumer.assign([TopicPartition(run.remote, p, 0) for p in range(s.partitions)])
+        wait_for(
+            lambda: read(POLL_S) or consumed > 0,
+            timeout=s.timeout,
+            what=f"the first record replicated by {label}",
+            check=proc.check,
+            interval=0,
+        )
+        startup = time.monotonic() - proc.started
+        go.set()
+        window_start = _now_ms() + int(s.warmup_seconds * 1000)
+        window_end = window_start + int(s.latency_seconds * 1000)
+        say(f"  replicating after {startup:.1f}s; steady load started")
+        cpu_at_start = None
+        while _now_ms() < window_end:
+            read(POLL_S)
+            if cpu_at_start is None and _now_ms() >= window_start:
+                cpu_at_start = proc.sampler.cpu_seconds_now()
+            proc.check()
+        cpu_at_end = proc.sampler.cpu_seconds_now()
+        halt.set()
+        try:
+            produced = results.get(timeout=120)
+        except queue.Empty:
+            raise BenchmarkError(
+                f"the load producer (pid {producer.pid}) reported nothing within 120s"
+            ) from None
+        if produced["unacknowledged"] or produced["errors"]:
+            raise BenchmarkError(f"the load producer failed: {produced}")
+        wait_for(
+            lambda: read(POLL_S) or consumed >= produced["produced"],
+            timeout=max(120, s.timeout / 4),
+            what=f"all {produced['produced']:,} records on {TARGET} "
+            f"({label}: read {consumed:,} so far)",
+            check=proc.check,
+            interval=0,
+        )
+        other_cores = run.load.cores_since(began)
+    finally:
+        halt.set()
+        stopped = stop(run, proc)
+        producer.join(30)
+        if producer.is_alive():
+            producer.kill()
+        consumer.close()
+        watch.close()
+    if not ages:
+        raise BenchmarkError(f"no record of the measured window reached {run.remote}")
+    ages.sort()
+    cpu = cpu_at_end - (cpu_at_start if cpu_at_start is not None else cpu_at_end)
+    result = {
+        "throughput_rps": round(in_window / s.latency_seconds, 1),
+        "mb_s": round(bytes_in_window / MB / s.latency_seconds, 2),
+        "cpu_s_per_gb": per_gb(cpu, bytes_in_window),
+        "peak_rss_mib": round(proc.sampler.peak_rss_kib / 1024, 1),
+        "age_p50_ms": percentile(ages, 50),
+        "age_p99_ms": percentile(ages, 99),
+        "age_max_ms": ages[-1],
+        "startup_s": round(startup, 2),
+        "rate": w.rate,
+        "warmup_s": s.warmup_seconds,
+        "measured_s": s.latency_seconds,
+        "produced": produced["produced"],
+        "consumed": consumed,
+        "measured_records": len(ages),
+        "age_p90_ms": percentile(ages, 90),
+        "age_mean_ms": round(sum(ages) / len(ages), 1),
+        "cpu_cores": round(cpu / s.latency_seconds, 2),
+        **common_numbers(proc, stopped, other_cores),
+        "client_settings": run.client_settings(),
+    }
+    say(
+        f"  record age p50 {result['age_p50_ms']} ms, p99 {result['age_p99_ms']} ms, "
+        f"max {result['age_max_ms']} ms over {len(ages):,} records; "
+        f"{result['cpu_cores']} cores busy"
+    )
+    return result

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import random
 import shlex
 import shutil
 import sys
@@ -34,22 +32,17 @@ REPO = BENCH_DIR.parent
 # Measure the Mirrorline of this checkout; the cluster module lives with the tests.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from confluent_kafka import Producer  # noqa: E402
-from replication_benchmark import (  # noqa: E402
-    POLL_S,
-    SOURCE,
-    TARGET,
-    BenchmarkError,
+from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, say  # noqa: E402
+from benchlib.environment import environment  # noqa: E402
+from benchlib.kafka_data import (  # noqa: E402
     OffsetWatcher,
-    OtherLoad,
-    ReplicatorProcess,
-    TreeSampler,
     clusters_running,
     create_topic,
-    environment,
-    say,
-    write_replication_config,
+    preload,
+    random_values,
 )
+from benchlib.procs import OtherLoad, SampledProcess, TreeSampler  # noqa: E402
+from benchlib.replicators import mirrorline_command, write_replication_config  # noqa: E402
 
 from support.spark_standalone import StandaloneCluster  # noqa: E402
 
@@ -82,32 +75,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def preload(bootstrap: str, topics: list[str], args: argparse.Namespace) -> None:
-    """The same records (key, value, partition) into every topic."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
-    failures: list[str] = []
-    rng = random.Random(1)
-
-    def delivered(error, _msg) -> None:
-        if error is not None:
-            failures.append(error.str())
-
-    for i in range(args.records):
-        key, value = b"k%d" % (i % 10_000), rng.randbytes(args.record_size)
-        for topic in topics:
-            while True:
-                try:
-                    producer.produce(
-                        topic, value, key, partition=i % args.partitions, on_delivery=delivered
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.poll(0)
-    if producer.flush(300) or failures:
-        raise BenchmarkError(f"pre-loading {', '.join(topics)} failed: {failures[:3]}")
-
-
 def measure(
     layout: tuple[int, int], topic: str, clusters, work: Path, args: argparse.Namespace
 ) -> dict:
@@ -129,16 +96,9 @@ def measure(
         config = write_replication_config(
             work / f"{name}.properties", clusters, topic, args.partitions
         )
-        command = [
-            sys.executable, "-m", "mirrorline", "driver", "--config", str(config),
-            "--master", cluster.master_url, "--work-dir", str(work / f"driver-{name}"),
-            "--status-every", "5",
-        ]  # fmt: skip
-        proc_env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(REPO / "src"), proc_env.get("PYTHONPATH", "")) if p
-        )
-        proc = ReplicatorProcess("mirrorline", command, proc_env, work / f"driver-{name}.log", work)
+        command, env = mirrorline_command(config, work / f"driver-{name}")
+        command += ["--master", cluster.master_url]
+        proc = SampledProcess("Mirrorline", command, env, work / f"driver-{name}.log", work)
         began = load.mark()
         first = done = None
         try:
@@ -208,7 +168,13 @@ def main(argv: list[str]) -> int:
             for topic in topics:
                 create_topic(clusters[0].bootstrap_servers, topic, args.partitions)
             say(f"pre-loading {args.records:,} records into {', '.join(topics)}")
-            preload(clusters[0].bootstrap_servers, topics, args)
+            preload(
+                clusters[0].bootstrap_servers,
+                topics,
+                records=args.records,
+                partitions=args.partitions,
+                value=random_values(seed=1, size=args.record_size),
+            )
             for (_, layout), topic in zip(runs, topics, strict=True):
                 results.append(measure(layout, topic, clusters, work, args))
         failed = False

@@ -13,10 +13,13 @@ import time
 from benchlib.common import POLL_S, TARGET, BenchmarkError, say
 from benchlib.kafka_data import create_topic, key_bytes, preload
 from benchlib.runs import MB, Run, common_numbers, per_gb, stop
-from benchlib.target import TargetTopic, compare_samples, read_first
+from benchlib.target import TopicReader, compare_samples, read_first
 from benchlib.workloads import backlog_values
 
 SAMPLE = 3  # records per partition compared field by field, source against target
+# A target whose offsets cover the source but whose last records are not the source's
+# last ones, unchanged this long, lost or reordered records: the run fails.
+STUCK_S = 60.0
 
 
 def expected_counts(records: int, partitions: int) -> dict[int, int]:
@@ -24,6 +27,19 @@ def expected_counts(records: int, partitions: int) -> dict[int, int]:
     return {
         p: records // partitions + (1 if p < records % partitions else 0) for p in range(partitions)
     }
+
+
+def source_last_seqs(run: Run, expected: dict[int, int]) -> dict[int, int]:
+    """Per partition, the position (seq) of the source's last record: the one whose
+    arrival on the target completes the partition."""
+    source = TopicReader(run.source.bootstrap_servers, run.topic, len(expected), False)
+    try:
+        ends = source.end_offsets()
+        if ends != expected:
+            raise BenchmarkError(f"{run.topic} holds {ends} records per partition, not {expected}")
+        return source.last_seqs(ends)
+    finally:
+        source.close()
 
 
 def measure_backlog(run: Run) -> dict:
@@ -43,8 +59,9 @@ def measure_backlog(run: Run) -> dict:
         f"{time.monotonic() - began_preload:.1f}s; replicating"
     )
     expected = expected_counts(s.records, s.partitions)
+    last_seqs = source_last_seqs(run, expected)
     payload = s.records * w.value_size + key_bytes(s.records)
-    target = TargetTopic(
+    target = TopicReader(
         run.target.bootstrap_servers, run.remote, s.partitions, run.contender.exactly_once
     )
     run.load.wait_quiet(s.quiet_timeout)
@@ -52,6 +69,7 @@ def measure_backlog(run: Run) -> dict:
     began = run.load.mark()
     first = cpu_at_first = None
     last_report = proc.started
+    stuck: tuple[dict, float] | None = None  # (ends, since when) of a covered, wrong tail
     try:
         while True:
             now = time.monotonic()
@@ -62,9 +80,17 @@ def measure_backlog(run: Run) -> dict:
                 say(f"  first records on {TARGET} after {first - proc.started:.1f}s")
             if ends and all(ends.get(p, 0) >= n for p, n in expected.items()):
                 seqs = target.last_seqs(ends)
-                if all(seqs.get(p, -1) == n - 1 for p, n in expected.items()):
+                if seqs == last_seqs:
                     done, cpu_total = now, proc.sampler.cpu_seconds_now()
                     break
+                stuck = stuck if stuck and stuck[0] == ends else (ends, now)
+                if now - stuck[1] > STUCK_S:
+                    raise BenchmarkError(
+                        f"{label}: {run.remote} on {TARGET} has offsets {ends} for "
+                        f"{STUCK_S:.0f}s, but its partitions end with records {seqs} of the "
+                        f"source partitions instead of {last_seqs}: records lost or out of "
+                        f"order; see {proc.log_path}"
+                    )
             proc.check()
             if now - proc.started > s.timeout:
                 raise BenchmarkError(

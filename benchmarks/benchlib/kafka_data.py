@@ -142,6 +142,9 @@ def preload(
             "batch.size": 1_000_000,
             "queue.buffering.max.kbytes": 1_048_576,
             "acks": "all",
+            # Retries must not reorder: the benchmark checks the target's order by
+            # each partition's last record.
+            "enable.idempotence": True,
             "compression.type": compression,
         }
     )

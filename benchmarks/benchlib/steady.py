@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 from benchlib.common import POLL_S, TARGET, BenchmarkError, percentile, say, wait_for
 from benchlib.kafka_data import create_topic, paced_producer
 from benchlib.runs import MB, Run, common_numbers, per_gb, stop
-from benchlib.target import TargetTopic
+from benchlib.target import TopicReader
 
 
 def _now_ms() -> int:
@@ -44,7 +44,7 @@ def measure_steady(run: Run) -> dict:
         + (go, halt, results),
         daemon=True,
     )
-    watch = TargetTopic(run.target.bootstrap_servers, run.remote, s.partitions, False)
+    watch = TopicReader(run.target.bootstrap_servers, run.remote, s.partitions, False)
     consumer = Consumer(
         {
             "bootstrap.servers": run.target.bootstrap_servers,
@@ -65,10 +65,14 @@ def measure_steady(run: Run) -> dict:
     window_start = window_end = math.inf
 
     def read(timeout: float) -> None:
+        """Wait up to `timeout` for a record, then take what else already arrived. A
+        batch read with a timeout would wait for a full batch: ages too high."""
         nonlocal consumed, in_window, bytes_in_window
-        messages = consumer.consume(num_messages=1000, timeout=timeout)
+        first = consumer.poll(timeout)
+        if first is None:
+            return
         arrival = _now_ms()
-        for msg in messages:
+        for msg in [first, *consumer.consume(num_messages=1000, timeout=0)]:
             if msg.error():
                 raise BenchmarkError(f"reading {run.remote}: {msg.error().str()}")
             consumed += 1

@@ -1,11 +1,12 @@
-"""A contender's remote topic on the target, seen as a reader of its guarantee sees it.
+"""A topic seen as a reader of a contender's guarantee sees it: the source topic
+(plainly) and the contender's remote topic on the target.
 
 At-least-once contenders are read `read_uncommitted`: a record counts once it is
 in the log. Exactly-once is read `read_committed`: a record counts once its
 transaction committed, and end offsets are last stable offsets. Transaction
 markers take offsets too, so a backlog is complete when every partition's last
-readable record is the last one of its source partition (`workloads.seq_of`),
-not when the end offsets reach the record count.
+readable record on the target is the last one of its source partition
+(`workloads.seq_of`), not when the end offsets reach the record count.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def _isolation(committed: bool) -> str:
     return "read_committed" if committed else "read_uncommitted"
 
 
-class TargetTopic:
+class TopicReader:
     def __init__(self, bootstrap: str, topic: str, partitions: int, committed: bool) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
@@ -69,7 +70,8 @@ class TargetTopic:
             try:
                 ends[tp.partition] = future.result().offset
             except KafkaException as exc:
-                if exc.args[0].code() not in NOT_READY:
+                # A topic created moments ago: leaders and epochs settle within moments.
+                if exc.args[0].code() not in NOT_READY and not exc.args[0].retriable():
                     raise
                 ends[tp.partition] = 0
         return ends

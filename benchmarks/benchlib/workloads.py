@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SEQ_BYTES = 8
+POOL_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -83,22 +84,20 @@ def _words_corpus(rng: random.Random, size: int) -> bytes:
 
 def backlog_values(workload: Workload, partitions: int, seed: int = 1) -> Callable[[int], bytes]:
     """value(i) for record i (partition i % partitions): its position in the partition,
-    then `value_size - 8` bytes of random or text-like data. Same seed, same values."""
+    then `value_size - 8` bytes of random or text-like data. Same seed, same values.
+
+    The data is cut at random places out of 1 MiB made once (random bytes, or text
+    of a small vocabulary), so pre-loading a million values costs well under a second.
+    """
     rng = random.Random(seed)
     body = workload.value_size - SEQ_BYTES
     if body < 0:
         raise ValueError(f"{workload.name}: values must have at least {SEQ_BYTES} bytes")
-    if workload.compressible:
-        corpus = _words_corpus(rng, 1 << 20)
-        span = len(corpus) - body
+    pool = _words_corpus(rng, POOL_BYTES) if workload.compressible else rng.randbytes(POOL_BYTES)
+    span = len(pool) - body
 
-        def text_value(i: int) -> bytes:
-            start = rng.randrange(span)
-            return (i // partitions).to_bytes(SEQ_BYTES, "big") + corpus[start : start + body]
+    def value(i: int) -> bytes:
+        start = rng.randrange(span)
+        return (i // partitions).to_bytes(SEQ_BYTES, "big") + pool[start : start + body]
 
-        return text_value
-
-    def random_value(i: int) -> bytes:
-        return (i // partitions).to_bytes(SEQ_BYTES, "big") + rng.randbytes(body)
-
-    return random_value
+    return value

@@ -80,8 +80,9 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--warmup-seconds",
         type=float,
-        help="discarded start of the steady workload (default: a quarter of "
-        "--latency-seconds, at most 10)",
+        help="discarded start of the steady workload, the same for every contender "
+        "(default: --latency-seconds, at most 40: the JVMs' compilers and Spark's first "
+        "batches take about half a minute to settle here)",
     )
     parser.add_argument(
         "--workloads",
@@ -127,7 +128,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     if args.latency_seconds <= 0:
         parser.error("--latency-seconds must be > 0")
     if args.warmup_seconds is None:
-        args.warmup_seconds = min(10.0, args.latency_seconds / 4)
+        args.warmup_seconds = min(40.0, args.latency_seconds)
     return args
 
 

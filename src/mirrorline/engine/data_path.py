@@ -15,6 +15,13 @@ stopping, after the driver lost the flow, or after the committer failed,
 writes nothing: the next start replays it. Spark's checkpoint directory is
 created fresh for every start and removed after: the progress topic is the
 only source of truth, so losing the directory or moving the driver is harmless.
+
+For the same reason Spark's offset and commit logs are written in the
+background (`ASYNC_PROGRESS`): written in line they cost each micro-batch two
+file writes, about 150 ms of a warm 5,000 records/s batch here, which is record
+age at the target. Spark allows asynchronous progress tracking only for sinks
+whose replay after a restart from the checkpoint it knows; Mirrorline never
+restarts a query from its checkpoint, so the check is lifted for its sink.
 """
 
 from __future__ import annotations
@@ -47,6 +54,11 @@ log = logging.getLogger(__name__)
 
 # How often Spark looks for new records when there are none (each look lists offsets).
 TRIGGER_INTERVAL = "200 milliseconds"
+# Spark's checkpoint logs written off the batch's path (see the module's docstring).
+ASYNC_PROGRESS = {
+    "asyncProgressTrackingEnabled": "true",
+    "_asyncProgressTrackingOverrideSinkSupportCheck": "true",
+}
 
 
 def write_spec(
@@ -170,6 +182,7 @@ class DataPath:
             frame.writeStream.queryName(f"mirrorline {self._context.name} {uuid.uuid4().hex[:6]}")
             .foreachBatch(functools.partial(self._on_batch, run))
             .option("checkpointLocation", str(self._checkpoint))
+            .options(**ASYNC_PROGRESS)
             .trigger(processingTime=TRIGGER_INTERVAL)
             .start()
         )

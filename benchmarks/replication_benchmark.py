@@ -7,6 +7,8 @@ clusters `east` -> `west`):
 
 - mirrorline_alo: `mirrorline driver --config FILE`, at-least-once (the default);
 - mirrorline_eos: the same with `exactly.once.source.support = enabled`;
+- mirrorline_rt: the same with `data.path.mode = real-time` (Spark's real-time
+  mode, Mirrorline's low-latency mode), on `local[<partitions>]`;
 - mm2_shipped: MirrorMaker 2 in dedicated mode with its shipped defaults;
 - mm2_tuned: MirrorMaker 2 with the same data-path client settings as Mirrorline;
 - copy_loop: a bare consume -> produce loop in one JVM (benchmarks/CopyLoop.java),

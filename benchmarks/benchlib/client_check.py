@@ -79,6 +79,7 @@ def mirrorline_effective(config: Path) -> dict:
         "producer": values("target.producer", DATA_PATH_PRODUCER),
         "consumer": consumer,
         "exactly.once.source.support": flow["settings"]["exactly.once.source.support"]["value"],
+        "data.path.mode": flow["settings"]["data.path.mode"]["value"],
     }
 
 
@@ -93,6 +94,9 @@ def check_mirrorline(contender: Contender, config: Path) -> dict:
             f"exactly.once.source.support = {effective['exactly.once.source.support']}, "
             f"expected {mode}"
         )
+    path_mode = "real-time" if contender.real_time else "micro-batch"
+    if effective["data.path.mode"] != path_mode:
+        problems.append(f"data.path.mode = {effective['data.path.mode']}, expected {path_mode}")
     if problems:
         raise BenchmarkError(
             f"{contender.label}: `mirrorline config check {config}` shows settings other "

@@ -63,6 +63,7 @@ class Contender:
     kind: str  # "mirrorline", "mm2" or "copy_loop"
     tuned: bool  # gets the DATA_PATH block
     exactly_once: bool = False
+    real_time: bool = False  # Mirrorline's data.path.mode = real-time
 
     @property
     def short(self) -> str:
@@ -83,6 +84,14 @@ CONTENDERS = {
             "mirrorline",
             True,
             exactly_once=True,
+        ),
+        Contender(
+            "mirrorline_rt",
+            "Mirrorline, real-time mode",
+            "Mirrorline RT",
+            "mirrorline",
+            True,
+            real_time=True,
         ),
         Contender("mm2_shipped", "MirrorMaker 2, shipped defaults", "MM2 shipped", "mm2", False),
         Contender("mm2_tuned", "MirrorMaker 2, tuned", "MM2 tuned", "mm2", True),
@@ -122,6 +131,8 @@ def config_text(
     ]
     if contender.exactly_once:
         lines.append("exactly.once.source.support = enabled")
+    if contender.real_time:
+        lines.append("data.path.mode = real-time")
     if contender.kind == "mm2":
         lines += [
             "# Connect runtime of MM2's dedicated mode: fresh internal topics and worker",
@@ -163,11 +174,15 @@ def copy_loop_classpath() -> str:
     return os.pathsep.join(str(j) for j in chosen)
 
 
-def start(contender: Contender, config: Path, run_dir: Path, log_path: Path) -> SampledProcess:
+def start(
+    contender: Contender, config: Path, run_dir: Path, log_path: Path, partitions: int
+) -> SampledProcess:
     """Start `contender` on `config`; `run_dir` is its own scratch space and cwd."""
     run_dir.mkdir(parents=True, exist_ok=True)
     if contender.kind == "mirrorline":
-        command, env = mirrorline_command(config, run_dir / "driver")
+        # Real-time mode runs a task per source partition at once: a slot for each.
+        master = f"local[{partitions}]" if contender.real_time else None
+        command, env = mirrorline_command(config, run_dir / "driver", master)
     elif contender.kind == "mm2":
         command, env = mm2_command(config)
     else:

@@ -68,8 +68,11 @@ def write_replication_config(
     return path
 
 
-def mirrorline_command(config: Path, work_dir: Path) -> tuple[list[str], dict[str, str]]:
-    """`mirrorline driver --config FILE` of this checkout, and its environment."""
+def mirrorline_command(
+    config: Path, work_dir: Path, master: str | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """`mirrorline driver --config FILE` of this checkout (on `master`, if given), and
+    its environment."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(REPO / "src"), env.get("PYTHONPATH", "")) if p
@@ -89,6 +92,8 @@ def mirrorline_command(config: Path, work_dir: Path) -> tuple[list[str], dict[st
         "--status-every",
         "5",
     ]
+    if master is not None:
+        command += ["--master", master]
     return command, env
 
 

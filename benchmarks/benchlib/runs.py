@@ -83,7 +83,11 @@ class Run:
             )
         )
         return contenders.start(
-            self.contender, config, self.work / "runs" / self.name, self.log_path
+            self.contender,
+            config,
+            self.work / "runs" / self.name,
+            self.log_path,
+            self.settings.partitions,
         )
 
     def client_settings(self) -> dict:

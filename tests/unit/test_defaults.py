@@ -68,6 +68,8 @@ MM2_DEFAULTS = {
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,
     "max.poll.records": 20000,
+    "data.path.mode": "micro-batch",
+    "real-time.batch.ms": 5000,
 }
 
 

@@ -36,6 +36,7 @@ def test_defaults_are_mm2s_with_types_a_checker_follows():
         dead_letter_topic=None,
         dead_letter_replication_factor=3,
         emit_offset_syncs=True,
+        real_time_batch_ms=None,
         intervals=LoopIntervals(
             refresh_topics=600.0,
             refresh_groups=600.0,
@@ -69,6 +70,12 @@ def test_configured_values_override_the_defaults():
     assert settings.intervals.emit_checkpoints is None
     assert settings.intervals.sync_group_offsets == 5.0
     assert settings.max_poll_records == 500
+
+
+def test_real_time_batches_only_in_real_time_mode():
+    assert FlowSettings.of(_flow("real-time.batch.ms = 9000\n")).real_time_batch_ms is None
+    real_time = _flow("A->B.data.path.mode = real-time\nreal-time.batch.ms = 9000\n")
+    assert FlowSettings.of(real_time).real_time_batch_ms == 9000
 
 
 def test_the_context_shares_one_set_of_clients_per_cluster_and_closes_them_once():

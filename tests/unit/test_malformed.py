@@ -210,6 +210,18 @@ CASES = [
         "custom topic filter classes are not supported",
     ),
     Case("malformed escape", "A->B.topics = orders\\u12\n", "A->B.topics", "malformed \\uXXXX"),
+    Case(
+        "real-time mode with exactly-once",
+        "A->B.exactly.once.source.support = enabled\nA->B.data.path.mode = real-time\n",
+        "A->B.data.path.mode",
+        "cannot be combined with exactly-once",
+    ),
+    Case(
+        "real-time batch below Spark's minimum",
+        "real-time.batch.ms = 1000\n",
+        "real-time.batch.ms",
+        "at least 5000",
+    ),
 ]
 
 

@@ -53,6 +53,8 @@ class FlowSettings:
     dead_letter_topic: str | None  # None: refused records are not kept
     dead_letter_replication_factor: int
     emit_offset_syncs: bool
+    # data.path.mode = real-time: how often its tasks report (ms); None: micro-batches.
+    real_time_batch_ms: int | None
     intervals: LoopIntervals
 
     @classmethod
@@ -78,6 +80,11 @@ class FlowSettings:
                 flow, "errors.deadletterqueue.topic.replication.factor", int
             ),
             emit_offset_syncs=_typed(flow, "emit.offset-syncs.enabled", bool),
+            real_time_batch_ms=(
+                _typed(flow, "real-time.batch.ms", int)
+                if _typed(flow, "data.path.mode", str) == "real-time"
+                else None
+            ),
             intervals=LoopIntervals(
                 refresh_topics=_seconds(flow, "refresh.topics"),
                 refresh_groups=_seconds(flow, "refresh.groups"),

@@ -262,6 +262,7 @@ class _Loader:
         if enabled:
             self._check_bootstrap(source, target, settings["enabled"], java_clients)
         self._check_dead_letters(settings)
+        self._check_real_time(settings, f"{source}->{target}")
         extras = self._policy_extras(source, target)
         policy = self._policy(settings, extras, source, target)
         return FlowConfig(
@@ -489,6 +490,17 @@ class _Loader:
                 "ignored while errors.tolerance=none: a failed record stops the flow",
                 topic.origin,
                 "set errors.tolerance=all to send failed records to this topic",
+            )
+
+    def _check_real_time(self, settings: dict[str, Setting[Any]], flow: str) -> None:
+        mode = settings["data.path.mode"]
+        if mode.value == "real-time" and settings["exactly.once.source.support"].value == "enabled":
+            self._error(
+                f"flow {flow}: data.path.mode=real-time cannot be combined with "
+                "exactly-once: Spark's real-time mode gives a batch no transaction of its own",
+                mode.origin,
+                "use data.path.mode=micro-batch for exactly-once, or disable "
+                "exactly.once.source.support",
             )
 
     def _check_reachability(

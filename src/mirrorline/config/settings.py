@@ -283,6 +283,20 @@ _SPECS = [
         "Mirrorline: most records read per source partition in one micro-batch "
         "(far above the Java consumer's 500: each Spark batch has a fixed cost).",
     ),
+    SettingSpec(
+        "data.path.mode",
+        "micro-batch",
+        parse_choice(("micro-batch", "real-time")),
+        "Mirrorline: `real-time` writes each record as soon as it is read (Spark's real-time "
+        "mode; at-least-once only, one task slot per source partition).",
+    ),
+    SettingSpec(
+        "real-time.batch.ms",
+        "5000",
+        lambda t: parse_int(t, minimum=5000),
+        "Mirrorline: in real-time mode, how often the tasks report what they wrote and the "
+        "flow's progress and offset syncs are saved (Spark's minimum: 5000).",
+    ),
 ]
 
 #: Every flow setting, by name.

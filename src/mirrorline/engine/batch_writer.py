@@ -123,7 +123,7 @@ def write_batch(frame, spec: WriteSpec, job_group: str) -> list[PartitionResult]
     """
     jvm = frame.sparkSession.sparkContext._jvm
     answer = getattr(jvm, WRITER_CLASS).write(frame._jdf, spec.to_json(), job_group)
-    return [_result(row, spec.offset_lag_max) for row in json.loads(answer)]
+    return [partition_result(row, spec.offset_lag_max) for row in json.loads(answer)]
 
 
 def cancel_batch(spark, job_group: str) -> None:
@@ -145,7 +145,7 @@ def producer_settings(
     return merged
 
 
-def _result(row: Mapping, lag_max: int) -> PartitionResult:
+def partition_result(row: Mapping, lag_max: int) -> PartitionResult:
     """One summary of the writer's JSON; its exact offset mapping becomes offset syncs."""
     plain = {f.name: row[f.name] for f in fields(PartitionResult) if f.name in _PLAIN}
     runs = [(int(s), int(t), int(n)) for s, t, n in row["runs"]]

@@ -22,6 +22,11 @@ file writes, about 150 ms of a warm 5,000 records/s batch here, which is record
 age at the target. Spark allows asynchronous progress tracking only for sinks
 whose replay after a restart from the checkpoint it knows; Mirrorline never
 restarts a query from its checkpoint, so the check is lifted for its sink.
+
+With `data.path.mode = real-time` the query runs in Spark's real-time mode
+instead (`engine.real_time`): no micro-batches, records written as they are
+read, results handed to the same committer once per batch; a stop abandons the
+batch in progress.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,10 +48,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from mirrorline.engine.batch_commit import BatchCommitter
-from mirrorline.engine.batch_writer import WriteSpec, cancel_batch, write_batch
+from mirrorline.engine.batch_writer import (
+    PartitionResult,
+    WriteSpec,
+    cancel_batch,
+    write_batch,
+)
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import PROGRESS_TOPIC
 from mirrorline.engine.provenance import Provenance
+from mirrorline.engine.real_time import RealTimeResults, start_real_time
 from mirrorline.engine.status import summarise
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
 
@@ -136,6 +147,7 @@ class DataPath:
         # Held while a batch writes and hands over its results (see `between_batches`).
         self._batch_lock = threading.Lock()
         self._query: StreamingQuery | None = None
+        self._results: RealTimeResults | None = None  # in real-time mode
         self._checkpoint: Path | None = None
 
     @property
@@ -167,25 +179,60 @@ class DataPath:
         reader = self._spark.readStream.format("kafka")
         for key, value in self._context.spark_source_options().items():
             reader = reader.option(key, value)
-        per_batch = settings.max_poll_records * sum(ready.values())
-        frame = (
+        reader = (
             reader.option("assign", json.dumps({t: list(range(n)) for t, n in ready.items()}))
             .option("startingOffsets", json.dumps(starting))
             .option("failOnDataLoss", "false")
             .option("includeHeaders", "true")
-            .option("maxOffsetsPerTrigger", str(per_batch))
-            .load()
         )
+        name = f"mirrorline {self._context.name} {uuid.uuid4().hex[:6]}"
+        if settings.real_time_batch_ms is not None:
+            self._start_real_time(run, reader.load(), name, sum(ready.values()))
+            return
+        per_batch = settings.max_poll_records * sum(ready.values())
+        frame = reader.option("maxOffsetsPerTrigger", str(per_batch)).load()
         if settings.tasks_max is not None:
             frame = frame.coalesce(settings.tasks_max)
         self._query = (
-            frame.writeStream.queryName(f"mirrorline {self._context.name} {uuid.uuid4().hex[:6]}")
+            frame.writeStream.queryName(name)
             .foreachBatch(functools.partial(self._on_batch, run))
             .option("checkpointLocation", str(self._checkpoint))
             .options(**ASYNC_PROGRESS)
             .trigger(processingTime=TRIGGER_INTERVAL)
             .start()
         )
+
+    def _start_real_time(self, run: _Run, frame: DataFrame, name: str, tasks: int) -> None:
+        """Start the query in Spark's real-time mode (see `engine.real_time`)."""
+        batch_ms = self._context.settings.real_time_batch_ms
+        assert batch_ms is not None
+        spec = with_size_limits(run.spec, self._size_limits())
+        self._query, sink = start_real_time(
+            frame, spec, name=name, checkpoint=str(self._checkpoint), batch_ms=batch_ms, tasks=tasks
+        )
+        self._results = RealTimeResults(
+            sink,
+            self._context.name,
+            tasks,
+            self._context.settings.offset_lag_max,
+            functools.partial(self._submit_real_time, run),
+        )
+        self._results.start()
+
+    def _submit_real_time(
+        self, run: _Run, batch_id: int, results: Sequence[PartitionResult], started: float
+    ) -> bool:
+        if self._current_term() != run.term:
+            return False  # no longer the leader: the next leader replays the batch
+        with self._batch_lock:
+            return self._committer.submit_batch(
+                batch_id,
+                results,
+                exactly_once=False,
+                started=started,
+                generation=run.generation,
+                term=run.term,
+            )
 
     def failure(self) -> str | None:
         """Why the query ended, when it did on its own; None while it runs (or never ran)."""
@@ -203,7 +250,10 @@ class DataPath:
         saving progress is replayed on the next start.
         """
         query, self._query = self._query, None
-        if query is not None:
+        results, self._results = self._results, None
+        if query is not None and results is not None:
+            self._stop_real_time(query, results)
+        elif query is not None:
             with self._gate:
                 self._draining = True
             deadline = time.monotonic() + self.DRAIN_S
@@ -229,6 +279,23 @@ class DataPath:
         if self._checkpoint is not None:
             shutil.rmtree(self._checkpoint, ignore_errors=True)
             self._checkpoint = None
+
+    def _stop_real_time(self, query: StreamingQuery, results: RealTimeResults) -> None:
+        """Stop at once: the batch in progress is abandoned (written again from the
+        saved progress on the next start); the batches finished before are saved."""
+        try:
+            query.stop()
+        except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver
+            log.warning("flow %s: stopping its query: %s", self._context.name, exc)
+        results.stop(self.DRAIN_S)
+        if not self._committer.drain(self.DRAIN_S):
+            dropped = self._committer.abandon()
+            log.warning(
+                "flow %s: abandoning %s pending commits after %ss",
+                self._context.name,
+                dropped,
+                self.DRAIN_S,
+            )
 
     @contextmanager
     def between_batches(self) -> Iterator[bool]:

@@ -18,6 +18,10 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * one target partition arrive in send order (idempotence keeps order through
  * retries), and each report fills in the exact target offset of its record, from
  * which the offset syncs are chosen.
+ *
+ * <p>One writer serves one task: a micro-batch task's rows ({@link #write}), or a
+ * real-time task's rows one at a time as Spark's foreach sink hands them over
+ * ({@link RealTimeWriter}).
  */
 final class AtLeastOnceWriter {
   private final WriteSpec spec;
@@ -39,31 +43,56 @@ final class AtLeastOnceWriter {
     }
   }
 
+  private final PartitionLogs logs = new PartitionLogs();
+  private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
+  private final List<Refused> refused = new ArrayList<>();
+  private final Deliveries deliveries = new Deliveries();
+  private KafkaProducer<byte[], byte[]> producer;
+
+  /** Write a micro-batch task's rows: {@link #open}, every row, {@link #finish}. */
   Collection<PartitionLog> write(Iterator<InternalRow> rows, SourceRecord.Columns columns) {
-    KafkaProducer<byte[], byte[]> producer = ProducerPool.borrow(spec.producer);
-    PartitionLogs logs = new PartitionLogs();
-    ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
-    List<Refused> refused = new ArrayList<>();
-    Deliveries deliveries = new Deliveries();
+    open();
     try {
       while (rows.hasNext()) {
-        SourceRecord record = columns.read(rows.next());
-        PartitionLog log = logs.of(record);
-        log.nextOffset = record.offset + 1;
-        String remote = spec.remoteTopic(record.topic);
-        Header[] headers = copies.headersToWrite(record, remote);
-        if (headers == null) {
-          log.filtered++;
-          continue;
-        }
-        Refusal tooLarge = copies.oversized(record, headers, remote);
-        if (tooLarge != null) {
-          copies.refusedOrRaise(tooLarge);
-          refused.add(new Refused(record, tooLarge));
-          continue;
-        }
-        copies.send(producer, deliveries, log, record, remote, headers, failed);
+        accept(columns.read(rows.next()));
       }
+    } catch (RuntimeException | Error e) {
+      abort();
+      throw e;
+    }
+    return finish();
+  }
+
+  /** Start writing with a producer from the executor's pool. */
+  void open() {
+    producer = ProducerPool.borrow(spec.producer);
+  }
+
+  /** Send the record's copy, or count why it is not sent. */
+  void accept(SourceRecord record) {
+    PartitionLog log = logs.of(record);
+    log.nextOffset = record.offset + 1;
+    String remote = spec.remoteTopic(record.topic);
+    Header[] headers = copies.headersToWrite(record, remote);
+    if (headers == null) {
+      log.filtered++;
+      return;
+    }
+    Refusal tooLarge = copies.oversized(record, headers, remote);
+    if (tooLarge != null) {
+      copies.refusedOrRaise(tooLarge);
+      refused.add(new Refused(record, tooLarge));
+      return;
+    }
+    copies.send(producer, deliveries, log, record, remote, headers, failed);
+  }
+
+  /**
+   * Wait for every delivery report, then count or dead-letter the refused records;
+   * the logs are complete once this returns. A failure discards the producer.
+   */
+  Collection<PartitionLog> finish() {
+    try {
       deliveries.awaitAll();
       for (Copies.Failure f : failed) {
         Refusal refusal = Refusal.of(f.record, spec.remoteTopic(f.record.topic), f.error);
@@ -73,19 +102,26 @@ final class AtLeastOnceWriter {
         }
         refused.add(new Refused(f.record, refusal));
       }
-      deadLetter(producer, refused, logs, deliveries);
+      deadLetter();
     } catch (RuntimeException | Error e) {
-      ProducerPool.discard(producer); // it may be in a bad state: the next task starts afresh
+      abort();
       throw e;
     }
     ProducerPool.giveBack(spec.producer, producer);
+    producer = null;
     return logs.all();
   }
 
+  /** Give up: the producer may be in a bad state, so the next writer starts afresh. */
+  void abort() {
+    if (producer != null) {
+      ProducerPool.discard(producer);
+      producer = null;
+    }
+  }
+
   /** Count the refused records and write them to the dead-letter topic, if there is one. */
-  private void deadLetter(
-      KafkaProducer<byte[], byte[]> producer, List<Refused> refused, PartitionLogs logs,
-      Deliveries deliveries) {
+  private void deadLetter() {
     ConcurrentLinkedQueue<Exception> errors = new ConcurrentLinkedQueue<>();
     for (Refused f : refused) {
       PartitionLog log = logs.of(f.record);

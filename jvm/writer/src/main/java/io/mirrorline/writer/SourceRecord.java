@@ -1,8 +1,12 @@
 package io.mirrorline.writer;
 
 import java.io.Serializable;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.List;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.types.StructType;
@@ -80,6 +84,41 @@ final class SourceRecord {
           // Spark keeps Kafka's millisecond timestamps as microseconds.
           row.isNullAt(timestamp) ? -1L : Math.floorDiv(row.getLong(timestamp), 1000L),
           readHeaders(row));
+    }
+
+    /** The same from an external row, as Spark's foreach sink hands rows over. */
+    SourceRecord read(Row row) {
+      return new SourceRecord(
+          row.getString(topic),
+          row.getInt(partition),
+          row.getLong(offset),
+          row.isNullAt(key) ? null : (byte[]) row.get(key),
+          row.isNullAt(value) ? null : (byte[]) row.get(value),
+          row.isNullAt(timestamp) ? -1L : epochMillis(row.get(timestamp)),
+          readHeaders(row));
+    }
+
+    /** Spark gives timestamps as java.sql or, with its Java 8 API on, java.time values. */
+    private static long epochMillis(Object timestamp) {
+      return timestamp instanceof Instant
+          ? ((Instant) timestamp).toEpochMilli()
+          : ((Timestamp) timestamp).getTime();
+    }
+
+    private Header[] readHeaders(Row row) {
+      if (headers < 0 || row.isNullAt(headers)) {
+        return NO_HEADERS;
+      }
+      List<Row> list = row.getList(headers);
+      if (list.isEmpty()) {
+        return NO_HEADERS;
+      }
+      Header[] out = new Header[list.size()];
+      for (int i = 0; i < out.length; i++) {
+        Row h = list.get(i);
+        out[i] = new RecordHeader(h.getString(0), h.isNullAt(1) ? null : (byte[]) h.get(1));
+      }
+      return out;
     }
 
     private Header[] readHeaders(InternalRow row) {

@@ -1,0 +1,174 @@
+"""`data.path.mode = real-time`: Spark's real-time mode, at least once, exact syncs.
+
+The driver runs as a child process with one task slot per source partition
+(`--master local[N]`). Records must arrive identical and in order; offset
+syncs, written once per real-time batch, must point at the real copies; a
+restart must resume from the saved progress, re-writing at most what the
+interrupted batch had written. A driver with too few task slots must say so in
+the flow's status instead of starving partitions.
+"""
+
+from __future__ import annotations
+
+import random
+
+from support.driver_process import DriverProcess
+from support.driving import running_driver, write_config
+from support.kafka_io import (
+    Record,
+    consume,
+    create_topic,
+    end_offsets,
+    produce,
+    read_offset_syncs,
+    recent_timestamp,
+    unique_name,
+)
+from support.wait import wait_until
+
+PARTITIONS = 3
+BATCH_MS = 5000
+
+
+def _records(count: int, seed: int, start: int = 0) -> list[Record]:
+    rng = random.Random(seed)
+    return [
+        Record(
+            None if i % 101 == 0 else f"k{rng.randrange(1000)}".encode(),
+            None if i % 53 == 0 else f"value-{i}-{rng.randbytes(8).hex()}".encode(),
+            () if i % 4 else (("trace-id", f"{i}".encode()), ("app", b"orders")),
+            recent_timestamp(rng.randrange(3_600_000)),
+            i % PARTITIONS,
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def _content(record: Record) -> tuple:
+    return record.key, record.value, tuple(record.headers), record.timestamp
+
+
+def _by_partition(records: list[Record]) -> dict[int, list[tuple]]:
+    out: dict[int, list[tuple]] = {}
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        out.setdefault(r.partition, []).append(_content(r))
+    return out
+
+
+def _resumed(source: list[tuple], replica: list[tuple]) -> int:
+    """How many copies `replica` holds twice, given that it must be `source`
+    written once in order, except for one restart that went back at most to a
+    saved position: replica == source[:a] + source[b:] with b <= a."""
+    a = 0
+    while a < len(replica) and a < len(source) and replica[a] == source[a]:
+        a += 1
+    rest = replica[a:]
+    if not rest:
+        assert a == len(source), f"{len(source) - a} records missing"
+        return 0
+    b = len(source) - len(rest)
+    assert 0 <= b <= a, "the replica is not the source with one re-written stretch"
+    assert rest == source[b:], "after the restart the replica differs from the source"
+    return a - b
+
+
+def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_clusters, tmp_path):
+    east, west = two_clusters
+    topic = unique_name("realtime")
+    remote = f"east.{topic}"
+    create_topic(east.bootstrap_servers, topic, partitions=PARTITIONS)
+    config = write_config(
+        tmp_path / "mm2.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        f"east->west.data.path.mode = real-time\neast->west.real-time.batch.ms = {BATCH_MS}\n",
+    )
+    first = produce(east.bootstrap_servers, topic, _records(30_000, seed=1))
+
+    def run_driver(name: str) -> DriverProcess:
+        return DriverProcess(
+            config,
+            tmp_path / "work",
+            tmp_path / f"{name}.log",
+            driver_args=["--master", f"local[{PARTITIONS + 1}]"],
+        )
+
+    def copies() -> int:
+        return sum(end_offsets(west.bootstrap_servers, remote).values())
+
+    def syncs_of(records: list[Record]):
+        wanted = {(r.partition, r.offset) for r in records}
+        return [
+            s
+            for s in read_offset_syncs(east.bootstrap_servers, "mm2-offset-syncs.west.internal")
+            if s.topic == topic and (s.partition, s.upstream_offset) in wanted
+        ]
+
+    driver = run_driver("first")
+    with driver:
+        wait_until(
+            lambda: driver.check() or copies() >= 30_000,
+            timeout=180,
+            what=f"30,000 records in west/{remote} (driver log: {driver.log_path})",
+        )
+        # Syncs (and progress) follow at the end of the real-time batch.
+        last_offsets = {
+            p: max(r.offset for r in first if r.partition == p) for p in range(PARTITIONS)
+        }
+        wait_until(
+            lambda: (
+                driver.check()
+                or {(s.partition, s.upstream_offset) for s in syncs_of(first)}
+                >= set(last_offsets.items())
+            ),
+            timeout=60,
+            what="offset syncs for the last record of every partition",
+        )
+        assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
+
+    copied = consume(west.bootstrap_servers, remote, expected=30_000, timeout=120)
+    assert _by_partition(copied) == _by_partition(first)
+    source_at = {(r.partition, r.offset): _content(r) for r in first}
+    target_at = {(r.partition, r.offset): _content(r) for r in copied}
+    for sync in syncs_of(first):
+        assert (
+            target_at[(sync.partition, sync.downstream_offset)]
+            == source_at[(sync.partition, sync.upstream_offset)]
+        )
+
+    # The next start resumes from the saved progress while records keep coming.
+    second = produce(east.bootstrap_servers, topic, _records(6_000, seed=2, start=30_000))
+    driver = run_driver("second")
+    with driver:
+        wait_until(
+            lambda: driver.check() or copies() >= 36_000,
+            timeout=180,
+            what=f"36,000 records in west/{remote} (driver log: {driver.log_path})",
+        )
+        assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
+
+    everything = consume(west.bootstrap_servers, remote, expected=copies(), timeout=120)
+    source = _by_partition(first + second)
+    replica = _by_partition(everything)
+    # The first driver's progress covered all it wrote: nothing is written twice.
+    assert {p: _resumed(source[p], replica[p]) for p in source} == {p: 0 for p in source}
+
+
+def test_too_few_task_slots_is_a_flow_status(two_clusters, spark, tmp_path):
+    east, west = two_clusters
+    topic = unique_name("rtslots")
+    create_topic(east.bootstrap_servers, topic, partitions=4)  # the session has 2 slots
+    config = write_config(
+        tmp_path / "mm2.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        "east->west.data.path.mode = real-time\n",
+    )
+    with running_driver(config, spark, tmp_path / "work") as driver:
+        status = wait_until(
+            lambda: next((s for s in driver.statuses() if s.state == "failed"), None),
+            timeout=120,
+            what="the flow to fail for lack of task slots",
+        )
+    assert "a task slot per source partition (4)" in status.reason, status.reason
+    assert "--master local[4]" in status.reason, status.reason

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import random
 import shutil
 
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
+    by_partition,
     consume,
     create_topic,
     end_offsets,
     produce,
     read_offset_syncs,
-    recent_timestamp,
     unique_name,
+    varied_records,
 )
 from support.wait import wait_until
 
@@ -22,24 +22,7 @@ PARTITIONS = 6
 
 
 def _records(count: int, seed: int, start: int = 0) -> list[Record]:
-    rng = random.Random(seed)
-    return [
-        Record(
-            None if i % 101 == 0 else f"k{rng.randrange(1000)}".encode(),
-            None if i % 53 == 0 else f"value-{i}-{rng.randbytes(8).hex()}".encode(),
-            () if i % 4 else (("trace-id", f"{i}".encode()), ("app", b"orders")),
-            recent_timestamp(rng.randrange(3_600_000)),
-            i % PARTITIONS,
-        )
-        for i in range(start, start + count)
-    ]
-
-
-def _by_partition(records):
-    out: dict[int, list] = {}
-    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
-        out.setdefault(r.partition, []).append((r.key, r.value, tuple(r.headers), r.timestamp))
-    return out
+    return varied_records(count, seed, PARTITIONS, start)
 
 
 def _wait_for_count(bootstrap, topic, count, timeout=180):
@@ -70,7 +53,7 @@ def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
 
     # Same partition, key, value (nulls kept), headers and timestamp, in order.
     copied = consume(west.bootstrap_servers, remote, expected=100_000, timeout=120)
-    assert _by_partition(copied) == _by_partition(first)
+    assert by_partition(copied) == by_partition(first)
 
     # Offset syncs (MM2 layout, on the source) point at the real copies.
     syncs = [
@@ -104,7 +87,7 @@ def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
 
     everything = consume(west.bootstrap_servers, remote, expected=120_000, timeout=120)
     assert len(everything) == 120_000, "duplicates or losses across restarts"
-    assert _by_partition(everything) == _by_partition(first + second + third)
+    assert by_partition(everything) == by_partition(first + second + third)
 
 
 def test_offset_syncs_on_the_target_when_configured(two_clusters, spark, tmp_path):

@@ -10,19 +10,19 @@ the flow's status instead of starving partitions.
 
 from __future__ import annotations
 
-import random
-
 from support.driver_process import DriverProcess
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
+    by_partition,
     consume,
+    content,
     create_topic,
     end_offsets,
     produce,
     read_offset_syncs,
-    recent_timestamp,
     unique_name,
+    varied_records,
 )
 from support.wait import wait_until
 
@@ -31,28 +31,7 @@ BATCH_MS = 5000
 
 
 def _records(count: int, seed: int, start: int = 0) -> list[Record]:
-    rng = random.Random(seed)
-    return [
-        Record(
-            None if i % 101 == 0 else f"k{rng.randrange(1000)}".encode(),
-            None if i % 53 == 0 else f"value-{i}-{rng.randbytes(8).hex()}".encode(),
-            () if i % 4 else (("trace-id", f"{i}".encode()), ("app", b"orders")),
-            recent_timestamp(rng.randrange(3_600_000)),
-            i % PARTITIONS,
-        )
-        for i in range(start, start + count)
-    ]
-
-
-def _content(record: Record) -> tuple:
-    return record.key, record.value, tuple(record.headers), record.timestamp
-
-
-def _by_partition(records: list[Record]) -> dict[int, list[tuple]]:
-    out: dict[int, list[tuple]] = {}
-    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
-        out.setdefault(r.partition, []).append(_content(r))
-    return out
+    return varied_records(count, seed, PARTITIONS, start)
 
 
 def _resumed(source: list[tuple], replica: list[tuple]) -> int:
@@ -96,6 +75,13 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
     def copies() -> int:
         return sum(end_offsets(west.bootstrap_servers, remote).values())
 
+    def wait_for_copies(driver: DriverProcess, count: int) -> None:
+        wait_until(
+            lambda: driver.check() or copies() >= count,
+            timeout=180,
+            what=f"{count:,} records in west/{remote} (driver log: {driver.log_path})",
+        )
+
     def syncs_of(records: list[Record]):
         wanted = {(r.partition, r.offset) for r in records}
         return [
@@ -106,11 +92,7 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
 
     driver = run_driver("first")
     with driver:
-        wait_until(
-            lambda: driver.check() or copies() >= 30_000,
-            timeout=180,
-            what=f"30,000 records in west/{remote} (driver log: {driver.log_path})",
-        )
+        wait_for_copies(driver, 30_000)
         # Syncs (and progress) follow at the end of the real-time batch.
         last_offsets = {
             p: max(r.offset for r in first if r.partition == p) for p in range(PARTITIONS)
@@ -127,9 +109,9 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
         assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
 
     copied = consume(west.bootstrap_servers, remote, expected=30_000, timeout=120)
-    assert _by_partition(copied) == _by_partition(first)
-    source_at = {(r.partition, r.offset): _content(r) for r in first}
-    target_at = {(r.partition, r.offset): _content(r) for r in copied}
+    assert by_partition(copied) == by_partition(first)
+    source_at = {(r.partition, r.offset): content(r) for r in first}
+    target_at = {(r.partition, r.offset): content(r) for r in copied}
     for sync in syncs_of(first):
         assert (
             target_at[(sync.partition, sync.downstream_offset)]
@@ -140,16 +122,12 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
     second = produce(east.bootstrap_servers, topic, _records(6_000, seed=2, start=30_000))
     driver = run_driver("second")
     with driver:
-        wait_until(
-            lambda: driver.check() or copies() >= 36_000,
-            timeout=180,
-            what=f"36,000 records in west/{remote} (driver log: {driver.log_path})",
-        )
+        wait_for_copies(driver, 36_000)
         assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
 
     everything = consume(west.bootstrap_servers, remote, expected=copies(), timeout=120)
-    source = _by_partition(first + second)
-    replica = _by_partition(everything)
+    source = by_partition(first + second)
+    replica = by_partition(everything)
     # The first driver's progress covered all it wrote: nothing is written twice.
     assert {p: _resumed(source[p], replica[p]) for p in source} == {p: 0 for p in source}
 

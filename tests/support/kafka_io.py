@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +35,35 @@ def recent_timestamp(ms_ago: int) -> int:
     the topic's retention (7 days by default) within a second.
     """
     return int(time.time() * 1000) - ms_ago
+
+
+def varied_records(count: int, seed: int, partitions: int, start: int = 0) -> list[Record]:
+    """`count` numbered records spread round-robin over `partitions`, with null keys and
+    values now and then, headers on every fourth, timestamps within the last hour."""
+    rng = random.Random(seed)
+    return [
+        Record(
+            None if i % 101 == 0 else f"k{rng.randrange(1000)}".encode(),
+            None if i % 53 == 0 else f"value-{i}-{rng.randbytes(8).hex()}".encode(),
+            () if i % 4 else (("trace-id", f"{i}".encode()), ("app", b"orders")),
+            recent_timestamp(rng.randrange(3_600_000)),
+            i % partitions,
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def content(record: Record) -> tuple:
+    """What a faithful copy keeps: key, value, headers and timestamp."""
+    return record.key, record.value, tuple(record.headers), record.timestamp
+
+
+def by_partition(records: Iterable[Record]) -> dict[int, list[tuple]]:
+    """Each partition's record contents in offset order."""
+    out: dict[int, list[tuple]] = {}
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        out.setdefault(r.partition, []).append(content(r))
+    return out
 
 
 def unique_name(prefix: str = "t") -> str:

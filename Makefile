@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
-	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (1-2 h)"
+	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 25 min here)"
 	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorline.engine.sync_points import sync_points
+from support.offset_mapping import sync_points
 
 
 def test_contiguous_batch_gets_first_and_last():

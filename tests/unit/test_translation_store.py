@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirrorline.control.translation import Run, TranslationStore
-from mirrorline.engine.sync_points import sync_points
+from support.offset_mapping import sync_points
 
 P = ("t", 0)
 

@@ -225,14 +225,7 @@ class DataPath:
         if self._current_term() != run.term:
             return False  # no longer the leader: the next leader replays the batch
         with self._batch_lock:
-            return self._committer.submit_batch(
-                batch_id,
-                results,
-                exactly_once=False,
-                started=started,
-                generation=run.generation,
-                term=run.term,
-            )
+            return self._hand_over(run, batch_id, results, started)
 
     def failure(self) -> str | None:
         """Why the query ended, when it did on its own; None while it runs (or never ran)."""
@@ -332,8 +325,13 @@ class DataPath:
     def _write(self, run: _Run, frame: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spec = with_size_limits(run.spec, self._size_limits())
-        results = write_batch(frame, spec, self._job_group)
-        self._committer.submit_batch(
+        self._hand_over(run, batch_id, write_batch(frame, spec, self._job_group), started)
+
+    def _hand_over(
+        self, run: _Run, batch_id: int, results: Sequence[PartitionResult], started: float
+    ) -> bool:
+        """Give a written batch to the committer (under the batch lock); False: dropped."""
+        return self._committer.submit_batch(
             batch_id,
             results,
             exactly_once=self._context.settings.exactly_once,

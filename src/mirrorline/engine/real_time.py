@@ -31,7 +31,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
@@ -67,11 +66,6 @@ def start_real_time(
     return StreamingQuery(sink.query()), sink
 
 
-@dataclass
-class _Batch:
-    tasks: dict[int, list[Mapping]]  # task (source partition index) -> its summaries
-
-
 class RealTimeResults:
     """Collects the tasks' reports and submits whole batches, in order.
 
@@ -94,7 +88,8 @@ class RealTimeResults:
         self._tasks = tasks
         self._lag_max = lag_max
         self._submit = submit
-        self._pending: dict[int, _Batch] = {}
+        # Batch -> task (source partition index) -> the task's summaries.
+        self._pending: dict[int, dict[int, list[Mapping]]] = {}
         self._refused = False
         self._started = time.monotonic()
         self._stop = threading.Event()
@@ -120,18 +115,18 @@ class RealTimeResults:
 
     def collect(self) -> None:
         """Take the reports that arrived; submit every batch all of whose tasks reported."""
+        rows = json.loads(self._sink.takeResults())  # type: ignore[attr-defined]
         if self._refused:
-            return
-        for row in json.loads(self._sink.takeResults()):  # type: ignore[attr-defined]
-            batch = self._pending.setdefault(int(row["batch"]), _Batch({}))
-            batch.tasks[int(row["task"])] = row["logs"]
+            return  # taken all the same, so that they do not pile up in the driver
+        for row in rows:
+            self._pending.setdefault(int(row["batch"]), {})[int(row["task"])] = row["logs"]
         for batch_id in sorted(self._pending):
-            if len(self._pending[batch_id].tasks) < self._tasks:
+            if len(self._pending[batch_id]) < self._tasks:
                 break  # batches end in order: a later one waits for this one
-            batch = self._pending.pop(batch_id)
+            tasks = self._pending.pop(batch_id)
             results = [
                 partition_result(summary, self._lag_max)
-                for summaries in batch.tasks.values()
+                for summaries in tasks.values()
                 for summary in summaries
             ]
             started, self._started = self._started, time.monotonic()

@@ -22,27 +22,9 @@ offset U translates exactly to min(t_a + (U - s_a), t_b) for the syncs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 Run = tuple[int, int, int]  # (source start, target start, records)
-
-
-def runs_of(source_offsets: Sequence[int], target_offsets: Sequence[int]) -> list[Run]:
-    """The runs of a mapping given record by record (`source[i]` was written at `target[i]`)."""
-    if len(source_offsets) != len(target_offsets):
-        raise ValueError("source and target offsets differ in length")
-    runs: list[Run] = []
-    start = 0
-    count = len(source_offsets)
-    for i in range(1, count + 1):
-        if (
-            i == count
-            or source_offsets[i] - source_offsets[i - 1] != 1
-            or target_offsets[i] - target_offsets[i - 1] != 1
-        ):
-            runs.append((source_offsets[start], target_offsets[start], i - start))
-            start = i
-    return runs
 
 
 def sync_points_of_runs(runs: Iterable[Run], lag_max: int) -> list[tuple[int, int]]:
@@ -54,10 +36,3 @@ def sync_points_of_runs(runs: Iterable[Run], lag_max: int) -> list[tuple[int, in
         points.extend((source + i, target + i) for i in range(0, count - 1, lag_max))
         points.append((source + count - 1, target + count - 1))
     return points
-
-
-def sync_points(
-    source_offsets: Sequence[int], target_offsets: Sequence[int], lag_max: int
-) -> list[tuple[int, int]]:
-    """`sync_points_of_runs` for a mapping given record by record; both sides increase."""
-    return sync_points_of_runs(runs_of(source_offsets, target_offsets), lag_max)

@@ -26,6 +26,11 @@ import org.apache.spark.sql.catalyst.InternalRow;
 final class AtLeastOnceWriter {
   private final WriteSpec spec;
   private final Copies copies;
+  private final PartitionLogs logs = new PartitionLogs();
+  private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
+  private final List<Refused> refused = new ArrayList<>();
+  private final Deliveries deliveries = new Deliveries();
+  private KafkaProducer<byte[], byte[]> producer;
 
   AtLeastOnceWriter(WriteSpec spec) {
     this.spec = spec;
@@ -42,12 +47,6 @@ final class AtLeastOnceWriter {
       this.refusal = refusal;
     }
   }
-
-  private final PartitionLogs logs = new PartitionLogs();
-  private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
-  private final List<Refused> refused = new ArrayList<>();
-  private final Deliveries deliveries = new Deliveries();
-  private KafkaProducer<byte[], byte[]> producer;
 
   /** Write a micro-batch task's rows: {@link #open}, every row, {@link #finish}. */
   Collection<PartitionLog> write(Iterator<InternalRow> rows, SourceRecord.Columns columns) {
@@ -122,27 +121,11 @@ final class AtLeastOnceWriter {
 
   /** Count the refused records and write them to the dead-letter topic, if there is one. */
   private void deadLetter() {
-    ConcurrentLinkedQueue<Exception> errors = new ConcurrentLinkedQueue<>();
+    ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
     for (Refused f : refused) {
-      PartitionLog log = logs.of(f.record);
-      log.refusals.add(f.refusal);
-      if (spec.deadLetterTopic != null) {
-        producer.send(copies.deadLetter(f.record, f.refusal), deliveries.track((metadata, error) -> {
-          if (error != null) {
-            errors.add(error);
-          }
-        }));
-        log.deadLettered++;
-      }
-    }
-    if (spec.deadLetterTopic == null || refused.isEmpty()) {
-      return;
+      copies.refused(producer, deliveries, logs.of(f.record), f.record, f.refusal, errors);
     }
     deliveries.awaitAll();
-    Exception error = errors.peek();
-    if (error != null) {
-      throw new DeliveryFailed("flow " + spec.flow + ": dead-letter topic " + spec.deadLetterTopic
-          + " refused a record: " + error.getMessage());
-    }
+    copies.raiseDeadLetterError(errors);
   }
 }

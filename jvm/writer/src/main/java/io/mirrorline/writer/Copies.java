@@ -88,10 +88,35 @@ final class Copies {
         record.value, java.util.Arrays.asList(headers));
   }
 
-  ProducerRecord<byte[], byte[]> deadLetter(SourceRecord record, Refusal refusal) {
-    return new ProducerRecord<>(spec.deadLetterTopic, null, timestamp(record), record.key,
-        record.value,
+  /**
+   * Count a refused record in its log and, when there is a dead-letter topic, send it
+   * there; a failed send joins {@code errors}, described (see {@link #raiseDeadLetterError}).
+   */
+  void refused(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+      SourceRecord record, Refusal refusal, Queue<String> errors) {
+    log.refusals.add(refusal);
+    if (spec.deadLetterTopic == null) {
+      return;
+    }
+    ProducerRecord<byte[], byte[]> copy = new ProducerRecord<>(spec.deadLetterTopic, null,
+        timestamp(record), record.key, record.value,
         java.util.Arrays.asList(refusal.deadLetterHeaders(spec.flow, record.headers)));
+    producer.send(copy, deliveries.track((metadata, error) -> {
+      if (error != null) {
+        errors.add(record.topic + "[" + record.partition + "] offset " + record.offset + ": "
+            + error.getMessage());
+      }
+    }));
+    log.deadLettered++;
+  }
+
+  /** Fail the task if the dead-letter topic refused a record (once the sends are done). */
+  void raiseDeadLetterError(Queue<String> errors) {
+    String error = errors.peek();
+    if (error != null) {
+      throw new DeliveryFailed("flow " + spec.flow + ": dead-letter topic " + spec.deadLetterTopic
+          + " refused the record from " + error);
+    }
   }
 
   /** Under errors.tolerance = none a refusal stops the flow, naming the record. */

@@ -157,7 +157,7 @@ final class ExactlyOnceWriter {
       }
       producer.beginTransaction();
       ConcurrentLinkedQueue<Copies.Failure> failures = new ConcurrentLinkedQueue<>();
-      ConcurrentLinkedQueue<Exception> deadLetterErrors = new ConcurrentLinkedQueue<>();
+      ConcurrentLinkedQueue<String> deadLetterErrors = new ConcurrentLinkedQueue<>();
       Deliveries deliveries = new Deliveries();
       for (SourceRecord record : pending) {
         Header[] headers = copies.headersToWrite(record, remote);
@@ -173,15 +173,7 @@ final class ExactlyOnceWriter {
           copies.send(producer, deliveries, log, record, remote, headers, failures);
         } else {
           copies.refusedOrRaise(found);
-          log.refusals.add(found);
-          if (spec.deadLetterTopic != null) {
-            producer.send(copies.deadLetter(record, found), deliveries.track((metadata, error) -> {
-              if (error != null) {
-                deadLetterErrors.add(error);
-              }
-            }));
-            log.deadLettered++;
-          }
+          copies.refused(producer, deliveries, log, record, found, deadLetterErrors);
         }
       }
       deliveries.awaitAll();
@@ -190,11 +182,7 @@ final class ExactlyOnceWriter {
         producer.abortTransaction();
         return null;
       }
-      Exception dlq = deadLetterErrors.peek();
-      if (dlq != null) {
-        throw new DeliveryFailed("flow " + spec.flow + ": dead-letter topic " + spec.deadLetterTopic
-            + " refused a record from " + topic + "[" + partition + "]: " + dlq.getMessage());
-      }
+      copies.raiseDeadLetterError(deadLetterErrors);
       commit(producer, log, committed.targetOffset);
       return log;
     }

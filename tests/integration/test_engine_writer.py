@@ -37,6 +37,7 @@ def _replicate_once(spark, source: str, target: str, topic: str, remote: str):
     spec = WriteSpec(
         flow="east->west",
         producer_settings={"bootstrap.servers": target},
+        source_settings={"bootstrap.servers": source},
         remote_topics={topic: remote},
         offset_lag_max=100,
     )

@@ -19,10 +19,11 @@ from support.wait import wait_until
 FLOW = "east->west"
 
 
-def _spec(west, topic: str, remote: str) -> WriteSpec:
+def _spec(east, west, topic: str, remote: str) -> WriteSpec:
     return WriteSpec(
         flow=FLOW,
         producer_settings={"bootstrap.servers": west.bootstrap_servers},
+        source_settings={"bootstrap.servers": east.bootstrap_servers},
         remote_topics={topic: remote},
         offset_lag_max=100,
         exactly_once=ExactlyOnceSpec(
@@ -71,7 +72,7 @@ def test_a_replayed_batch_writes_nothing_twice(two_clusters, spark):
     create_topic(east.bootstrap_servers, topic, partitions=3)
     create_topic(west.bootstrap_servers, remote, partitions=3)
     progress = _progress(west)
-    spec = _spec(west, topic, remote)
+    spec = _spec(east, west, topic, remote)
     sent = produce(
         east.bootstrap_servers,
         topic,
@@ -135,7 +136,7 @@ def test_a_zombie_writer_is_fenced_and_its_open_transaction_aborted(two_clusters
     zombie.produce(remote, value=b"zombie", partition=0)
     assert zombie.flush(30) == 0
 
-    rows = _write_range(spark, east, topic, _spec(west, topic, remote), {0: 100})
+    rows = _write_range(spark, east, topic, _spec(east, west, topic, remote), {0: 100})
     assert rows[0].records == 100
 
     fenced = False

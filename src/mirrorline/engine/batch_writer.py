@@ -3,8 +3,10 @@
 `write_batch(frame, spec)` hands the micro-batch's DataFrame (Spark's Kafka
 source, as `foreachBatch` gives it) to Mirrorline's JVM writer
 (`jvm/writer`, class `io.mirrorline.writer.BatchWriter`). Its Spark tasks read
-the records as Spark holds them and send each one with a Kafka producer kept on
-their executor: same partition, key, value (null kept), headers and original
+the batch's offset ranges with source consumers kept on their executor (Spark's
+own readers re-query the partition's offsets after every poll and drop what
+they fetched ahead) and send each record with a Kafka producer kept there
+too: same partition, key, value (null kept), headers and original
 timestamp; provenance headers where the policy needs them; refused records
 stopped, skipped or dead-lettered as `errors.tolerance` says; in exactly-once
 mode one transaction per source partition (see `transactional`). Records never
@@ -49,6 +51,8 @@ class WriteSpec:
     flow: str
     # The target producer's settings, Java names (may hold secrets: never logged).
     producer_settings: Mapping[str, str]
+    # The source consumer's settings, Java names (the same care).
+    source_settings: Mapping[str, str]
     remote_topics: Mapping[str, str]  # source topic -> topic on the target
     offset_lag_max: int  # used on the driver, to choose offset syncs from the runs
     # Set for policies that cannot see loops from topic names (see `provenance`).
@@ -57,6 +61,7 @@ class WriteSpec:
     tolerate_refusals: bool = False
     dead_letter_topic: str | None = None
     exactly_once: ExactlyOnceSpec | None = None
+    tasks_max: int | None = None  # most tasks of a batch; None: one per source partition
     # Remote topic -> its max.message.bytes; larger records are refused before sending.
     size_limits: Mapping[str, int] = field(default_factory=dict)
 
@@ -66,6 +71,8 @@ class WriteSpec:
             {
                 "flow": self.flow,
                 "producer": producer_settings(self.producer_settings, self.size_limits),
+                "source": dict(self.source_settings),
+                "tasks_max": self.tasks_max or 0,
                 "remote_topics": dict(self.remote_topics),
                 "provenance": None
                 if self.provenance is None

@@ -52,8 +52,12 @@ class FlowContext:
 
     def spark_source_options(self) -> dict[str, str]:
         """The source consumer's settings as options of Spark's Kafka source (`kafka.*`)."""
+        return {f"kafka.{key}": value for key, value in self.source_reader_settings().items()}
+
+    def source_reader_settings(self) -> dict[str, str]:
+        """The source consumer's settings for the writer's own reader (`jvm/writer`)."""
         return {
-            f"kafka.{key}": str(value)
+            key: str(value)
             for key, value in self.flow.java_client_settings("source", "consumer").items()
             if key not in SPARK_MANAGED
         }

@@ -1,9 +1,10 @@
 """A flow's data path: the Spark streaming query that moves its records.
 
-The query reads exactly the source partitions that exist on the target
-(`TopicManager.ready()`), with Spark's Kafka source in `assign` mode, from
-the offsets the flow gives it (its progress, or its start positions). Each
-micro-batch is written by the executors (`batch_writer.write_batch`), and its
+The query plans micro-batches over exactly the source partitions that exist on
+the target (`TopicManager.ready()`), with Spark's Kafka source in `assign` mode,
+from the offsets the flow gives it (its progress, or its start positions). The
+executors read each micro-batch's offset ranges and write them
+(`batch_writer.write_batch`), and its
 results go to the flow's `BatchCommitter`, which writes the driver's
 bookkeeping while the next batch runs.
 
@@ -90,12 +91,14 @@ def write_spec(
         flow=context.name,
         # The writer is a Java client: Java names, as in MM2's file.
         producer_settings=dict(context.flow.java_client_settings("target", "producer")),
+        source_settings=context.source_reader_settings(),
         remote_topics={t: context.flow.remote_topic(t) for t in ready},
         offset_lag_max=settings.offset_lag_max,
         provenance=provenance,
         tolerate_refusals=settings.tolerate_refusals,
         dead_letter_topic=settings.dead_letter_topic,
         exactly_once=exactly_once,
+        tasks_max=settings.tasks_max,
     )
 
 
@@ -191,8 +194,6 @@ class DataPath:
             return
         per_batch = settings.max_poll_records * sum(ready.values())
         frame = reader.option("maxOffsetsPerTrigger", str(per_batch)).load()
-        if settings.tasks_max is not None:
-            frame = frame.coalesce(settings.tasks_max)
         self._query = (
             frame.writeStream.queryName(name)
             .foreachBatch(functools.partial(self._on_batch, run))

@@ -1,9 +1,9 @@
 """Source records deleted before the flow replicated them: found, reported and counted.
 
-Spark's Kafka source runs with `failOnDataLoss=false`: when retention (or
-DeleteRecords) removed records the flow had not read yet, it goes on from the
-earliest offset still there. Replication must go on, but the loss must not be
-silent, so the flow compares what it reads with what it expected.
+The writer reads as Spark's Kafka source does with `failOnDataLoss=false`: when
+retention (or DeleteRecords) removed records the flow had not read yet, it goes
+on from the earliest offset still there. Replication must go on, but the loss
+must not be silent, so the flow compares what it reads with what it expected.
 
 A partition whose offsets jump past the flow's next offset has not necessarily
 lost anything: compaction removes records, and transaction markers and aborted

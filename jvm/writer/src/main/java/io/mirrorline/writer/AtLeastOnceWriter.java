@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.header.Header;
-import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * At-least-once writing (the default): every record of the task's input is sent
@@ -19,7 +18,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * retries), and each report fills in the exact target offset of its record, from
  * which the offset syncs are chosen.
  *
- * <p>One writer serves one task: a micro-batch task's rows ({@link #write}), or a
+ * <p>One writer serves one task: a micro-batch task's records ({@link #write}), or a
  * real-time task's rows one at a time as Spark's foreach sink hands them over
  * ({@link RealTimeWriter}).
  */
@@ -48,12 +47,12 @@ final class AtLeastOnceWriter {
     }
   }
 
-  /** Write a micro-batch task's rows: {@link #open}, every row, {@link #finish}. */
-  Collection<PartitionLog> write(Iterator<InternalRow> rows, SourceRecord.Columns columns) {
+  /** Write a micro-batch task's records: {@link #open}, every record, {@link #finish}. */
+  Collection<PartitionLog> write(Iterator<SourceRecord> records) {
     open();
     try {
-      while (rows.hasNext()) {
-        accept(columns.read(rows.next()));
+      while (records.hasNext()) {
+        accept(records.next());
       }
     } catch (RuntimeException | Error e) {
       abort();

@@ -10,21 +10,25 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.catalyst.InternalRow;
+import scala.Tuple2;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
 
 /**
  * Writes one micro-batch of a flow to the target cluster; called by the driver.
  *
  * <p>Mirrorline's Python driver calls {@link #write} from its {@code foreachBatch}
  * function with the micro-batch of Spark's Kafka source and a JSON
- * {@link WriteSpec}. The records never leave the JVM: each Spark task reads its
- * rows as Spark holds them and sends them with a Kafka producer kept on its
- * executor ({@link AtLeastOnceWriter}, or {@link ExactlyOnceWriter} in
- * exactly-once mode). Each task returns one JSON summary per source partition
- * (counts, offset ranges on both sides, record age, refusals, the exact offset
- * mapping as runs); the
- * call returns them as one JSON array, the rows of
- * {@code engine/batch_writer.PartitionResult}.
+ * {@link WriteSpec}. The batch's offset ranges come from its plan
+ * ({@link BatchRanges}); each Spark task, placed where Spark's Kafka source would
+ * have placed it, reads its share of them with consumers kept on its executor ({@link SourceReader}) and sends the records with a Kafka
+ * producer kept there too ({@link AtLeastOnceWriter}, or {@link ExactlyOnceWriter}
+ * in exactly-once mode). The records never leave the JVM. Each task returns one
+ * JSON summary per source partition (counts, offset ranges on both sides, record
+ * age, refusals, the exact offset mapping as runs); the call returns them as one
+ * JSON array, the rows of {@code engine/batch_writer.PartitionResult}.
  */
 public final class BatchWriter {
   private BatchWriter() {}
@@ -37,12 +41,23 @@ public final class BatchWriter {
    */
   public static String write(Dataset<Row> batch, String specJson, String jobGroup) {
     WriteSpec spec = WriteSpec.parse(specJson);
-    SourceRecord.Columns columns = new SourceRecord.Columns(batch.schema());
+    List<List<SourceRange>> tasks = tasks(BatchRanges.of(batch), spec.tasksMax);
+    if (tasks.isEmpty()) {
+      return "[]";
+    }
     SparkContext context = batch.sparkSession().sparkContext();
     context.setJobGroup(jobGroup, "mirrorline " + spec.flow, true);
     try {
-      List<String> rows = batch.queryExecution().toRdd().toJavaRDD()
-          .mapPartitions(new Task(spec, columns))
+      List<Tuple2<List<SourceRange>, Seq<String>>> placed = new ArrayList<>(tasks.size());
+      for (List<SourceRange> task : tasks) {
+        String executor = task.get(0).executor;
+        placed.add(new Tuple2<>(task, CollectionConverters.asScala(
+            executor == null ? List.<String>of() : List.of(executor)).toSeq()));
+      }
+      ClassTag<List<SourceRange>> tag = ClassTag$.MODULE$.apply(List.class);
+      List<String> rows = context.makeRDD(CollectionConverters.asScala(placed).toSeq(), tag)
+          .toJavaRDD()
+          .mapPartitions(new Task(spec))
           .collect();
       return "[" + String.join(",", rows) + "]";
     } finally {
@@ -50,23 +65,39 @@ public final class BatchWriter {
     }
   }
 
-  /** What one Spark task runs over its rows. */
-  private static final class Task implements FlatMapFunction<Iterator<InternalRow>, String> {
+  /** The ranges shared out over at most {@code tasksMax} tasks (0: a task per range). */
+  static List<List<SourceRange>> tasks(List<SourceRange> ranges, int tasksMax) {
+    int n = tasksMax > 0 ? Math.min(tasksMax, ranges.size()) : ranges.size();
+    List<List<SourceRange>> tasks = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      tasks.add(new ArrayList<>());
+    }
+    for (int i = 0; i < ranges.size(); i++) {
+      tasks.get(i % n).add(ranges.get(i));
+    }
+    return tasks;
+  }
+
+  /** What one Spark task runs over its ranges. */
+  private static final class Task implements FlatMapFunction<Iterator<List<SourceRange>>, String> {
     private static final long serialVersionUID = 1L;
     private static final ObjectMapper JSON = new ObjectMapper();
     private final WriteSpec spec;
-    private final SourceRecord.Columns columns;
 
-    Task(WriteSpec spec, SourceRecord.Columns columns) {
+    Task(WriteSpec spec) {
       this.spec = spec;
-      this.columns = columns;
     }
 
     @Override
-    public Iterator<String> call(Iterator<InternalRow> rows) throws JsonProcessingException {
-      Collection<PartitionLog> logs = spec.exactlyOnce == null
-          ? new AtLeastOnceWriter(spec).write(rows, columns)
-          : new ExactlyOnceWriter(spec).write(rows, columns);
+    public Iterator<String> call(Iterator<List<SourceRange>> share) throws JsonProcessingException {
+      List<SourceRange> ranges = new ArrayList<>();
+      share.forEachRemaining(ranges::addAll);
+      Collection<PartitionLog> logs;
+      try (SourceReader.Records records = SourceReader.read(spec.flow, spec.source, ranges)) {
+        logs = spec.exactlyOnce == null
+            ? new AtLeastOnceWriter(spec).write(records)
+            : new ExactlyOnceWriter(spec).write(records);
+      }
       long now = System.currentTimeMillis();
       List<String> out = new ArrayList<>(logs.size());
       for (PartitionLog log : logs) {

@@ -18,7 +18,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.header.Header;
-import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * Exactly-once writing: one Kafka transaction per source partition and task.
@@ -69,17 +68,17 @@ final class ExactlyOnceWriter {
     return "mirrorline." + flow + "." + topic + "." + partition;
   }
 
-  Collection<PartitionLog> write(Iterator<InternalRow> rows, SourceRecord.Columns columns) {
+  Collection<PartitionLog> write(Iterator<SourceRecord> records) {
     Map<TopicPartition, List<SourceRecord>> byPartition = new LinkedHashMap<>();
-    while (rows.hasNext()) {
-      SourceRecord record = columns.read(rows.next());
+    while (records.hasNext()) {
+      SourceRecord record = records.next();
       byPartition
           .computeIfAbsent(new TopicPartition(record.topic, record.partition), tp -> new ArrayList<>())
           .add(record);
     }
     List<PartitionLog> logs = new ArrayList<>(byPartition.size());
-    for (List<SourceRecord> records : byPartition.values()) {
-      logs.add(new PartitionTransaction(records).run());
+    for (List<SourceRecord> partition : byPartition.values()) {
+      logs.add(new PartitionTransaction(partition).run());
     }
     return logs;
   }

@@ -9,9 +9,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -47,13 +44,7 @@ final class ProducerPool {
   }
 
   static {
-    Runtime.getRuntime().addShutdownHook(new Thread(ProducerPool::closeAll, "mirrorline-producers"));
-    ScheduledExecutorService sweeper = Executors.newSingleThreadScheduledExecutor(runnable -> {
-      Thread thread = new Thread(runnable, "mirrorline-producer-sweeper");
-      thread.setDaemon(true);
-      return thread;
-    });
-    sweeper.scheduleWithFixedDelay(ProducerPool::closeIdle, 30, 30, TimeUnit.SECONDS);
+    Housekeeping.register("producers", ProducerPool::closeIdle, ProducerPool::closeAll);
   }
 
   private ProducerPool() {}

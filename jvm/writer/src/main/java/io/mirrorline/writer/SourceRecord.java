@@ -7,13 +7,12 @@ import java.util.List;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.unsafe.types.UTF8String;
 
-/** One source record as Spark's Kafka source hands it over, copied out of Spark's row. */
+/** One source record, as the batch's reader or Spark's real-time source hands it over. */
 final class SourceRecord {
+  private static final Header[] NO_HEADERS = new Header[0];
   final String topic;
   final int partition;
   final long offset;
@@ -33,6 +32,13 @@ final class SourceRecord {
     this.headers = headers;
   }
 
+  /** A record as the source's consumer hands it over. */
+  static SourceRecord of(ConsumerRecord<byte[], byte[]> r) {
+    Header[] headers = r.headers().toArray();
+    return new SourceRecord(r.topic(), r.partition(), r.offset(), r.key(), r.value(), r.timestamp(),
+        headers.length == 0 ? NO_HEADERS : headers);
+  }
+
   /** Key and value bytes: what the throughput counters report. */
   int size() {
     return (key == null ? 0 : key.length) + (value == null ? 0 : value.length);
@@ -46,7 +52,6 @@ final class SourceRecord {
    */
   static final class Columns implements Serializable {
     private static final long serialVersionUID = 1L;
-    private static final Header[] NO_HEADERS = new Header[0];
     final int key;
     final int value;
     final int topic;
@@ -54,11 +59,6 @@ final class SourceRecord {
     final int offset;
     final int timestamp;
     final int headers; // -1 without includeHeaders
-    // The last topic name seen: rows of one task rarely change topic, and a
-    // row's UTF8String points into a buffer Spark reuses, so a copy is kept.
-    private transient UTF8String lastTopicBytes;
-    private transient String lastTopic;
-
     Columns(StructType schema) {
       key = schema.fieldIndex("key");
       value = schema.fieldIndex("value");
@@ -69,24 +69,7 @@ final class SourceRecord {
       headers = schema.getFieldIndex("headers").isDefined() ? schema.fieldIndex("headers") : -1;
     }
 
-    SourceRecord read(InternalRow row) {
-      UTF8String topicBytes = row.getUTF8String(topic);
-      if (lastTopicBytes == null || !lastTopicBytes.equals(topicBytes)) {
-        lastTopicBytes = topicBytes.clone();
-        lastTopic = topicBytes.toString();
-      }
-      return new SourceRecord(
-          lastTopic,
-          row.getInt(partition),
-          row.getLong(offset),
-          row.isNullAt(key) ? null : row.getBinary(key),
-          row.isNullAt(value) ? null : row.getBinary(value),
-          // Spark keeps Kafka's millisecond timestamps as microseconds.
-          row.isNullAt(timestamp) ? -1L : Math.floorDiv(row.getLong(timestamp), 1000L),
-          readHeaders(row));
-    }
-
-    /** The same from an external row, as Spark's foreach sink hands rows over. */
+    /** A record from an external row, as Spark's foreach sink hands rows over. */
     SourceRecord read(Row row) {
       return new SourceRecord(
           row.getString(topic),
@@ -117,23 +100,6 @@ final class SourceRecord {
       for (int i = 0; i < out.length; i++) {
         Row h = list.get(i);
         out[i] = new RecordHeader(h.getString(0), h.isNullAt(1) ? null : (byte[]) h.get(1));
-      }
-      return out;
-    }
-
-    private Header[] readHeaders(InternalRow row) {
-      if (headers < 0 || row.isNullAt(headers)) {
-        return NO_HEADERS;
-      }
-      ArrayData array = row.getArray(headers);
-      int n = array.numElements();
-      if (n == 0) {
-        return NO_HEADERS;
-      }
-      Header[] out = new Header[n];
-      for (int i = 0; i < n; i++) {
-        InternalRow h = array.getStruct(i, 2);
-        out[i] = new RecordHeader(h.getUTF8String(0).toString(), h.isNullAt(1) ? null : h.getBinary(1));
       }
       return out;
     }

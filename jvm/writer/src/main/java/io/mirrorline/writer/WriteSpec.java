@@ -29,6 +29,10 @@ public final class WriteSpec implements Serializable {
   final String deadLetterTopic;
   /** Remote topic to its max.message.bytes: larger records are refused before sending. */
   final Map<String, Integer> sizeLimits;
+  /** The source consumer's settings (Java names), for {@link SourceReader}. */
+  final Map<String, String> source;
+  /** Most tasks of one batch; 0: a task per source partition. */
+  final int tasksMax;
   /** Null in at-least-once mode. */
   final ExactlyOnce exactlyOnce;
 
@@ -49,6 +53,8 @@ public final class WriteSpec implements Serializable {
   private WriteSpec(JsonNode json) {
     flow = json.get("flow").asText();
     producer = strings(json.get("producer"));
+    source = strings(json.get("source"));
+    tasksMax = json.path("tasks_max").asInt(0);
     remoteTopics = strings(json.get("remote_topics"));
     JsonNode prov = json.path("provenance");
     provenance = prov.isObject()

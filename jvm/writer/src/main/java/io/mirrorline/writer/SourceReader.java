@@ -1,0 +1,266 @@
+package io.mirrorline.writer;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Reads a batch's source offset ranges on an executor.
+ *
+ * <p>Spark's Kafka source asks the broker for a partition's earliest and latest
+ * offsets after every poll and seeks back afterwards, which throws away what the
+ * consumer had fetched ahead: two offset requests, a wasted fetch and a wait per
+ * poll. This reader keeps one consumer per source partition on the executor
+ * between batches ({@link Cursor}), positioned where the partition's last batch
+ * ended and holding the records it fetched past that end. The partition's next
+ * batch goes on from there: no seek, no fetch thrown away, no offset request.
+ *
+ * <p>It reads as Spark's source with {@code failOnDataLoss=false} does: when the
+ * start of a range was deleted (retention, DeleteRecords), it goes on from the
+ * earliest offset still there, and the driver reports the gap ({@code
+ * engine/gaps.py}); offsets that hold no record (transaction markers, aborted or
+ * compacted records) are skipped. A range whose records do not arrive within
+ * {@link #TIMEOUT} fails the task, naming the partition and offset.
+ */
+final class SourceReader {
+  static final Duration TIMEOUT = Duration.ofMinutes(2);
+  static final Duration IDLE_LIMIT = Duration.ofMinutes(2);
+  private static final Duration POLL = Duration.ofMillis(500);
+  private static final long EARLIEST = -2L;
+  private static final long LATEST = -1L;
+  private static final Map<Key, Cursor> IDLE = new ConcurrentHashMap<>();
+
+  private SourceReader() {}
+
+  static {
+    Housekeeping.register("source-readers", SourceReader::closeIdle, SourceReader::closeAll);
+  }
+
+  /** The records of {@code ranges}, one range after the other. */
+  static Records read(String flow, Map<String, String> settings, List<SourceRange> ranges) {
+    return new Records(flow, settings, ranges);
+  }
+
+  /**
+   * A task's records. Closing it gives a cursor back only once its range is read
+   * to the end: one left in the middle (a failed or cancelled task) is closed.
+   */
+  static final class Records implements Iterator<SourceRecord>, AutoCloseable {
+    private final String flow;
+    private final Map<String, String> settings;
+    private final Iterator<SourceRange> pending;
+    private Cursor cursor;
+    private SourceRange range;
+    private SourceRecord next;
+
+    private Records(String flow, Map<String, String> settings, List<SourceRange> ranges) {
+      this.flow = flow;
+      this.settings = settings;
+      this.pending = ranges.iterator();
+    }
+
+    @Override
+    public boolean hasNext() {
+      while (next == null) {
+        if (range == null) {
+          if (!pending.hasNext()) {
+            return false;
+          }
+          SourceRange planned = pending.next();
+          Key key = new Key(flow, settings, new TopicPartition(planned.topic, planned.partition));
+          Cursor idle = IDLE.remove(key);
+          cursor = idle != null ? idle : new Cursor(key);
+          range = cursor.resolve(planned);
+          cursor.startAt(range.from);
+        }
+        next = cursor.next(range);
+        if (next == null) {
+          giveBack(cursor);
+          cursor = null;
+          range = null;
+        }
+      }
+      return true;
+    }
+
+    @Override
+    public SourceRecord next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      SourceRecord record = next;
+      next = null;
+      return record;
+    }
+
+    @Override
+    public void close() {
+      if (cursor != null) {
+        cursor.close();
+        cursor = null;
+      }
+    }
+  }
+
+  private static void giveBack(Cursor cursor) {
+    cursor.idleSince = System.nanoTime();
+    Cursor replaced = IDLE.put(cursor.key, cursor);
+    if (replaced != null) {
+      replaced.close();
+    }
+  }
+
+  /** Close the cursors of partitions no batch has read for {@link #IDLE_LIMIT}. */
+  private static void closeIdle() {
+    long now = System.nanoTime();
+    IDLE.values().removeIf(c -> {
+      boolean idle = now - c.idleSince > IDLE_LIMIT.toNanos();
+      if (idle) {
+        c.close();
+      }
+      return idle;
+    });
+  }
+
+  private static void closeAll() {
+    IDLE.values().removeIf(c -> {
+      c.close();
+      return true;
+    });
+  }
+
+  /** One flow's consumer of one source partition. */
+  private static final class Key {
+    final String flow;
+    final Map<String, String> settings;
+    final TopicPartition partition;
+
+    Key(String flow, Map<String, String> settings, TopicPartition partition) {
+      this.flow = flow;
+      this.settings = settings;
+      this.partition = partition;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Key && ((Key) o).flow.equals(flow)
+          && ((Key) o).settings.equals(settings) && ((Key) o).partition.equals(partition);
+    }
+
+    @Override
+    public int hashCode() {
+      return (flow.hashCode() * 31 + settings.hashCode()) * 31 + partition.hashCode();
+    }
+  }
+
+  /** A consumer assigned to one partition, and the records it fetched but did not hand out. */
+  private static final class Cursor {
+    final Key key;
+    final KafkaConsumer<byte[], byte[]> consumer;
+    final ArrayDeque<ConsumerRecord<byte[], byte[]>> fetched = new ArrayDeque<>();
+    // Where reading goes on: every offset before it was handed out or held no record.
+    long position = -1;
+    long idleSince;
+
+    Cursor(Key key) {
+      this.key = key;
+      Map<String, Object> config = new HashMap<>(key.settings);
+      config.put("enable.auto.commit", "false");
+      config.put("auto.offset.reset", "none");
+      config.remove("group.id");
+      config.putIfAbsent("client.id", "mirrorline|" + key.flow + "|source-reader");
+      this.consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+      consumer.assign(Collections.singletonList(key.partition));
+    }
+
+    /**
+     * The range with Spark's markers for "earliest" (-2) and "latest" (-1) replaced by
+     * the partition's offsets now (a batch read of the Kafka source leaves them to the
+     * executors).
+     */
+    SourceRange resolve(SourceRange range) {
+      if (range.from >= 0 && range.until >= 0) {
+        return range;
+      }
+      List<TopicPartition> one = Collections.singletonList(key.partition);
+      long earliest = consumer.beginningOffsets(one).get(key.partition);
+      long latest = consumer.endOffsets(one).get(key.partition);
+      return new SourceRange(range.topic, range.partition,
+          range.from == EARLIEST ? earliest : range.from == LATEST ? latest : range.from,
+          range.until == EARLIEST ? earliest : range.until == LATEST ? latest : range.until,
+          range.executor);
+    }
+
+    void startAt(long from) {
+      if (from != position) {
+        fetched.clear();
+        consumer.seek(key.partition, from);
+        position = from;
+      }
+    }
+
+    /** The range's next record, or null once the range is read. */
+    SourceRecord next(SourceRange range) {
+      long deadline = System.nanoTime() + TIMEOUT.toNanos();
+      while (true) {
+        ConsumerRecord<byte[], byte[]> head = fetched.peek();
+        if (head != null) {
+          if (head.offset() >= range.until) {
+            position = range.until;
+            return null;
+          }
+          fetched.poll();
+          position = head.offset() + 1;
+          return SourceRecord.of(head);
+        }
+        if (position >= range.until) {
+          return null;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new DeliveryFailed("flow " + key.flow + ": no records of " + range.topic + "["
+              + range.partition + "] from offset " + position + " within " + TIMEOUT.toSeconds() + "s");
+        }
+        fetch();
+      }
+    }
+
+    private void fetch() {
+      try {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL).records(key.partition)) {
+          if (r.offset() >= position) {
+            fetched.add(r);
+          }
+        }
+      } catch (OffsetOutOfRangeException e) {
+        long earliest = consumer.beginningOffsets(Collections.singletonList(key.partition))
+            .get(key.partition);
+        consumer.seek(key.partition, Math.max(earliest, position));
+        position = Math.max(earliest, position);
+        return;
+      }
+      if (fetched.isEmpty()) {
+        // Offsets without records (transaction markers, aborted or compacted records).
+        position = Math.max(position, consumer.position(key.partition));
+      }
+    }
+
+    void close() {
+      try {
+        consumer.close(Duration.ofSeconds(5));
+      } catch (RuntimeException e) {
+        // Closing is best effort: the consumer holds no state the flow needs.
+      }
+    }
+  }
+}

@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -68,19 +67,45 @@ final class ExactlyOnceWriter {
     return "mirrorline." + flow + "." + topic + "." + partition;
   }
 
+  /**
+   * Write a task's records, one partition's transaction after the other. The reader
+   * hands a partition's records over together, and the first attempt sends them as
+   * they are read; they are kept, for a further attempt.
+   */
   Collection<PartitionLog> write(Iterator<SourceRecord> records) {
-    Map<TopicPartition, List<SourceRecord>> byPartition = new LinkedHashMap<>();
-    while (records.hasNext()) {
-      SourceRecord record = records.next();
-      byPartition
-          .computeIfAbsent(new TopicPartition(record.topic, record.partition), tp -> new ArrayList<>())
-          .add(record);
-    }
-    List<PartitionLog> logs = new ArrayList<>(byPartition.size());
-    for (List<SourceRecord> partition : byPartition.values()) {
-      logs.add(new PartitionTransaction(partition).run());
+    Peeking input = new Peeking(records);
+    List<PartitionLog> logs = new ArrayList<>();
+    while (input.hasNext()) {
+      logs.add(new PartitionTransaction(input.peek()).run(input));
     }
     return logs;
+  }
+
+  /** An iterator that shows its next element before handing it over. */
+  private static final class Peeking {
+    private final Iterator<SourceRecord> in;
+    private SourceRecord next;
+
+    Peeking(Iterator<SourceRecord> in) {
+      this.in = in;
+    }
+
+    boolean hasNext() {
+      return next != null || in.hasNext();
+    }
+
+    SourceRecord peek() {
+      if (next == null) {
+        next = in.next();
+      }
+      return next;
+    }
+
+    SourceRecord next() {
+      SourceRecord record = peek();
+      next = null;
+      return record;
+    }
   }
 
   /** The producer of the partition's transaction was fenced while kept between batches. */
@@ -89,23 +114,52 @@ final class ExactlyOnceWriter {
   }
 
   private final class PartitionTransaction {
-    private final List<SourceRecord> records;
+    // The partition's records read so far; every attempt goes over them, then on reading.
+    private final List<SourceRecord> records = new ArrayList<>();
     private final String topic;
     private final int partition;
+    private final long firstOffset;
     private final String remote;
     private final String transactionalId;
     // Refused in an earlier attempt: dead-lettered this time (errors.tolerance = all).
     private final Map<Long, Refusal> refused = new HashMap<>();
 
-    PartitionTransaction(List<SourceRecord> records) {
-      this.records = records;
-      this.topic = records.get(0).topic;
-      this.partition = records.get(0).partition;
+    PartitionTransaction(SourceRecord first) {
+      this.topic = first.topic;
+      this.partition = first.partition;
+      this.firstOffset = first.offset;
       this.remote = spec.remoteTopic(topic);
       this.transactionalId = transactionalId(spec.flow, topic, partition);
     }
 
-    PartitionLog run() {
+    /** The partition's records: those read so far, then the rest of its run in {@code input}. */
+    private Iterator<SourceRecord> all(Peeking input) {
+      return new Iterator<>() {
+        private int index;
+
+        @Override
+        public boolean hasNext() {
+          if (index < records.size()) {
+            return true;
+          }
+          if (input.hasNext() && input.peek().partition == partition && input.peek().topic.equals(topic)) {
+            records.add(input.next());
+            return true;
+          }
+          return false;
+        }
+
+        @Override
+        public SourceRecord next() {
+          if (!hasNext()) {
+            throw new java.util.NoSuchElementException();
+          }
+          return records.get(index++);
+        }
+      };
+    }
+
+    PartitionLog run(Peeking input) {
       int attempts = 0;
       while (attempts < MAX_ATTEMPTS) {
         boolean[] reused = {false};
@@ -115,7 +169,7 @@ final class ExactlyOnceWriter {
           if (!reused[0]) {
             producer.initTransactions();
           }
-          PartitionLog log = attempt(producer, reused[0]);
+          PartitionLog log = attempt(producer, reused[0], input);
           ProducerPool.giveBackTransactional(spec.producer, transactionalId, producer);
           if (log != null) {
             return log;
@@ -140,25 +194,25 @@ final class ExactlyOnceWriter {
     }
 
     /** One transaction; null when it was aborted to leave out newly refused records. */
-    private PartitionLog attempt(KafkaProducer<byte[], byte[]> producer, boolean reused) {
+    private PartitionLog attempt(KafkaProducer<byte[], byte[]> producer, boolean reused, Peeking input) {
       Positions.Position committed = Positions.read(spec.exactlyOnce, remote, partition, TIMEOUT);
-      PartitionLog log = new PartitionLog(topic, partition, records.get(0).offset);
-      List<SourceRecord> pending = new ArrayList<>(records.size());
-      for (SourceRecord r : records) {
-        if (committed.nextSourceOffset < 0 || r.offset >= committed.nextSourceOffset) {
-          pending.add(r);
-        }
-      }
-      log.skipped = records.size() - pending.size();
-      log.nextOffset = Math.max(records.get(records.size() - 1).offset + 1, Math.max(0, committed.nextSourceOffset));
-      if (pending.isEmpty()) {
-        return log; // an earlier attempt committed all of it
-      }
-      producer.beginTransaction();
+      PartitionLog log = new PartitionLog(topic, partition, firstOffset);
       ConcurrentLinkedQueue<Copies.Failure> failures = new ConcurrentLinkedQueue<>();
       ConcurrentLinkedQueue<String> deadLetterErrors = new ConcurrentLinkedQueue<>();
       Deliveries deliveries = new Deliveries();
-      for (SourceRecord record : pending) {
+      boolean begun = false;
+      long last = firstOffset;
+      for (Iterator<SourceRecord> it = all(input); it.hasNext(); ) {
+        SourceRecord record = it.next();
+        last = record.offset;
+        if (committed.nextSourceOffset >= 0 && record.offset < committed.nextSourceOffset) {
+          log.skipped++; // an earlier attempt committed it
+          continue;
+        }
+        if (!begun) {
+          producer.beginTransaction();
+          begun = true;
+        }
         Header[] headers = copies.headersToWrite(record, remote);
         if (headers == null) {
           log.filtered++;
@@ -174,6 +228,10 @@ final class ExactlyOnceWriter {
           copies.refusedOrRaise(found);
           copies.refused(producer, deliveries, log, record, found, deadLetterErrors);
         }
+      }
+      log.nextOffset = Math.max(last + 1, Math.max(0, committed.nextSourceOffset));
+      if (!begun) {
+        return log; // an earlier attempt committed all of it
       }
       deliveries.awaitAll();
       if (!failures.isEmpty()) {

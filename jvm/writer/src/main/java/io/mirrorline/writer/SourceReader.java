@@ -141,28 +141,7 @@ final class SourceReader {
   }
 
   /** One flow's consumer of one source partition. */
-  private static final class Key {
-    final String flow;
-    final Map<String, String> settings;
-    final TopicPartition partition;
-
-    Key(String flow, Map<String, String> settings, TopicPartition partition) {
-      this.flow = flow;
-      this.settings = settings;
-      this.partition = partition;
-    }
-
-    @Override
-    public boolean equals(Object o) {
-      return o instanceof Key && ((Key) o).flow.equals(flow)
-          && ((Key) o).settings.equals(settings) && ((Key) o).partition.equals(partition);
-    }
-
-    @Override
-    public int hashCode() {
-      return (flow.hashCode() * 31 + settings.hashCode()) * 31 + partition.hashCode();
-    }
-  }
+  private record Key(String flow, Map<String, String> settings, TopicPartition partition) {}
 
   /** A consumer assigned to one partition, and the records it fetched but did not hand out. */
   private static final class Cursor {
@@ -175,13 +154,13 @@ final class SourceReader {
 
     Cursor(Key key) {
       this.key = key;
-      Map<String, Object> config = new HashMap<>(key.settings);
+      Map<String, Object> config = new HashMap<>(key.settings());
       config.put("enable.auto.commit", "false");
       config.put("auto.offset.reset", "none");
       config.remove("group.id");
-      config.putIfAbsent("client.id", "mirrorline|" + key.flow + "|source-reader");
+      config.putIfAbsent("client.id", "mirrorline|" + key.flow() + "|source-reader");
       this.consumer = new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-      consumer.assign(Collections.singletonList(key.partition));
+      consumer.assign(Collections.singletonList(key.partition()));
     }
 
     /**
@@ -193,9 +172,9 @@ final class SourceReader {
       if (range.from >= 0 && range.until >= 0) {
         return range;
       }
-      List<TopicPartition> one = Collections.singletonList(key.partition);
-      long earliest = consumer.beginningOffsets(one).get(key.partition);
-      long latest = consumer.endOffsets(one).get(key.partition);
+      List<TopicPartition> one = Collections.singletonList(key.partition());
+      long earliest = consumer.beginningOffsets(one).get(key.partition());
+      long latest = consumer.endOffsets(one).get(key.partition());
       return new SourceRange(range.topic, range.partition,
           range.from == EARLIEST ? earliest : range.from == LATEST ? latest : range.from,
           range.until == EARLIEST ? earliest : range.until == LATEST ? latest : range.until,
@@ -205,7 +184,7 @@ final class SourceReader {
     void startAt(long from) {
       if (from != position) {
         fetched.clear();
-        consumer.seek(key.partition, from);
+        consumer.seek(key.partition(), from);
         position = from;
       }
     }
@@ -228,7 +207,7 @@ final class SourceReader {
           return null;
         }
         if (System.nanoTime() > deadline) {
-          throw new DeliveryFailed("flow " + key.flow + ": no records of " + range.topic + "["
+          throw new DeliveryFailed("flow " + key.flow() + ": no records of " + range.topic + "["
               + range.partition + "] from offset " + position + " within " + TIMEOUT.toSeconds() + "s");
         }
         fetch();
@@ -237,21 +216,21 @@ final class SourceReader {
 
     private void fetch() {
       try {
-        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL).records(key.partition)) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL).records(key.partition())) {
           if (r.offset() >= position) {
             fetched.add(r);
           }
         }
       } catch (OffsetOutOfRangeException e) {
-        long earliest = consumer.beginningOffsets(Collections.singletonList(key.partition))
-            .get(key.partition);
-        consumer.seek(key.partition, Math.max(earliest, position));
+        long earliest = consumer.beginningOffsets(Collections.singletonList(key.partition()))
+            .get(key.partition());
+        consumer.seek(key.partition(), Math.max(earliest, position));
         position = Math.max(earliest, position);
         return;
       }
       if (fetched.isEmpty()) {
         // Offsets without records (transaction markers, aborted or compacted records).
-        position = Math.max(position, consumer.position(key.partition));
+        position = Math.max(position, consumer.position(key.partition()));
       }
     }
 

@@ -1,5 +1,6 @@
 """Local clusters, topics and data for benchmarks: the `mirrorline dev` clusters,
-topic creation and deletion, end offsets, pre-loading and a paced producer."""
+their warm-up, topic creation and deletion, end offsets, pre-loading and a paced
+producer."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ NOT_READY = {
     KafkaError._UNKNOWN_PARTITION,
 }
 PROBE_RATE = 10  # records/s produced before the replicator is seen to work
+WARM_UP_TOPIC = "bench-warm-up"
 
 
 def admin_client(bootstrap: str) -> AdminClient:
@@ -42,6 +44,47 @@ def clusters_running(work: Path) -> Iterator[list]:
         yield sorted(started, key=lambda c: c.alias != SOURCE)
     finally:
         clusters.down(progress=say)
+
+
+def warm_up(clusters: list, records: int, partitions: int, size: int = 1024) -> None:
+    """Write `records` records to every cluster and read them back, then delete them.
+
+    A broker's JVM runs its produce and fetch paths interpreted until its compiler
+    catches up, which takes a few hundred thousand records here. Without this, the
+    first contender of a run would meet cold brokers and every later one warm brokers.
+    """
+    began = time.monotonic()
+    for cluster in clusters:
+        bootstrap = cluster.bootstrap_servers
+        create_topic(bootstrap, WARM_UP_TOPIC, partitions)
+        preload(
+            bootstrap,
+            [WARM_UP_TOPIC],
+            records=records,
+            partitions=partitions,
+            value=random_values(0, size),
+        )
+        _read_all(bootstrap, WARM_UP_TOPIC, partitions, records)
+        delete_topics(bootstrap, [WARM_UP_TOPIC])
+    say(
+        f"brokers warmed up: {records:,} records of {size} bytes written and read on "
+        f"each cluster in {time.monotonic() - began:.1f}s"
+    )
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int, records: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorline-bench-warm-up"})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        read, deadline = 0, time.monotonic() + 300
+        while read < records:
+            if time.monotonic() > deadline:
+                raise BenchmarkError(f"warming up {bootstrap}: read {read:,} of {records:,}")
+            for message in consumer.consume(10_000, timeout=1):
+                if message.error() is None:
+                    read += 1
+    finally:
+        consumer.close()
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> None:

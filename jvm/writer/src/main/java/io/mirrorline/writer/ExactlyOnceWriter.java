@@ -202,10 +202,8 @@ final class ExactlyOnceWriter {
       ConcurrentLinkedQueue<String> deadLetterErrors = new ConcurrentLinkedQueue<>();
       Deliveries deliveries = new Deliveries();
       boolean begun = false;
-      long last = firstOffset;
       for (Iterator<SourceRecord> it = all(input); it.hasNext(); ) {
         SourceRecord record = it.next();
-        last = record.offset;
         if (committed.nextSourceOffset >= 0 && record.offset < committed.nextSourceOffset) {
           log.skipped++; // an earlier attempt committed it
           continue;
@@ -230,6 +228,7 @@ final class ExactlyOnceWriter {
           copies.refused(producer, deliveries, log, record, found, deadLetterErrors);
         }
       }
+      long last = records.get(records.size() - 1).offset; // the loop read the whole run
       log.nextOffset = Math.max(last + 1, Math.max(0, committed.nextSourceOffset));
       if (!begun) {
         return log; // an earlier attempt committed all of it

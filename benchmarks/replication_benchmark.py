@@ -86,8 +86,9 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         "--warmup-seconds",
         type=float,
         help="discarded start of the steady workload, the same for every contender "
-        "(default: --latency-seconds, at most 40: the JVMs' compilers and Spark's first "
-        "batches take about half a minute to settle here)",
+        "(default: 75, or --latency-seconds in a quick run of under 60: the JVMs' "
+        "compilers and Spark's first batches take about half a minute to settle here, "
+        "and the first batch of Spark's real-time mode ends a minute after its start)",
     )
     parser.add_argument(
         "--workloads",
@@ -133,7 +134,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     if args.latency_seconds <= 0:
         parser.error("--latency-seconds must be > 0")
     if args.warmup_seconds is None:
-        args.warmup_seconds = min(40.0, args.latency_seconds)
+        args.warmup_seconds = 75.0 if args.latency_seconds >= 60 else args.latency_seconds
     return args
 
 

@@ -3,7 +3,8 @@
 In real-time mode Spark runs one long-running task per source partition for
 each batch of `real-time.batch.ms`. A task writes every record as soon as it
 reads it (`io.mirrorline.writer.RealTimeWriter`, the same copies, refusals and
-dead letters as the micro-batch writer), so a record's age at the target is a
+dead letters as the micro-batch writer, through one producer shared by the
+executor's tasks), so a record's age at the target is a
 fetch and a produce, not a micro-batch. At the end of a batch each task waits
 for its acknowledgements and reports what it wrote, one row per task, through a
 Spark accumulator (`RealTimeSink.takeResults`).

@@ -18,9 +18,10 @@ import org.apache.kafka.common.header.Header;
  * retries), and each report fills in the exact target offset of its record, from
  * which the offset syncs are chosen.
  *
- * <p>One writer serves one task: a micro-batch task's records ({@link #write}), or a
- * real-time task's rows one at a time as Spark's foreach sink hands them over
- * ({@link RealTimeWriter}).
+ * <p>One writer serves one task: a micro-batch task's records ({@link #write}) with a
+ * producer of its own from the executor's pool, or a real-time task's rows one at a
+ * time as Spark's foreach sink hands them over ({@link RealTimeWriter}), with the
+ * producer the executor's real-time tasks share ({@link ProducerPool#share}).
  */
 final class AtLeastOnceWriter {
   private final WriteSpec spec;
@@ -29,11 +30,23 @@ final class AtLeastOnceWriter {
   private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
   private final List<Refused> refused = new ArrayList<>();
   private final Deliveries deliveries = new Deliveries();
+  private final boolean shared;
   private KafkaProducer<byte[], byte[]> producer;
 
-  AtLeastOnceWriter(WriteSpec spec) {
+  private AtLeastOnceWriter(WriteSpec spec, boolean shared) {
     this.spec = spec;
     this.copies = new Copies(spec);
+    this.shared = shared;
+  }
+
+  /** A micro-batch task's writer, with a producer of its own. */
+  static AtLeastOnceWriter ownProducer(WriteSpec spec) {
+    return new AtLeastOnceWriter(spec, false);
+  }
+
+  /** A real-time task's writer, with the executor's shared producer. */
+  static AtLeastOnceWriter sharedProducer(WriteSpec spec) {
+    return new AtLeastOnceWriter(spec, true);
   }
 
   /** A record the target refused, and how. */
@@ -63,7 +76,7 @@ final class AtLeastOnceWriter {
 
   /** Start writing with a producer from the executor's pool. */
   void open() {
-    producer = ProducerPool.borrow(spec.producer);
+    producer = shared ? ProducerPool.share(spec.producer) : ProducerPool.borrow(spec.producer);
   }
 
   /** Send the record's copy, or count why it is not sent. */
@@ -105,7 +118,11 @@ final class AtLeastOnceWriter {
       abort();
       throw e;
     }
-    ProducerPool.giveBack(spec.producer, producer);
+    if (shared) {
+      ProducerPool.release(spec.producer, producer);
+    } else {
+      ProducerPool.giveBack(spec.producer, producer);
+    }
     producer = null;
     return logs.all();
   }
@@ -113,7 +130,11 @@ final class AtLeastOnceWriter {
   /** Give up: the producer may be in a bad state, so the next writer starts afresh. */
   void abort() {
     if (producer != null) {
-      ProducerPool.discard(producer);
+      if (shared) {
+        ProducerPool.discardShared(spec.producer, producer);
+      } else {
+        ProducerPool.discard(producer);
+      }
       producer = null;
     }
   }

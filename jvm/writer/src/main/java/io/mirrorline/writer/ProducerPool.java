@@ -25,12 +25,21 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * fencing error; the writer then closes it and starts a new one, which fences in
  * turn (see {@link ExactlyOnceWriter}).
  *
+ * <p>Real-time tasks share one producer per executor and settings instead
+ * ({@link #share}): each of them sends a few records at a time for a whole batch,
+ * and one producer per task (a task per source partition) made as many send
+ * threads, connections and produce requests, which on a small host showed as
+ * record age. A shared producer that fails is discarded for every task using it;
+ * their sends then fail too, and so does the query, which the driver starts again
+ * from its saved progress.
+ *
  * <p>A producer unused for {@link #IDLE_LIMIT} is closed: a flow that stopped, or
  * a cluster that went away, must not keep connections and retries alive.
  */
 final class ProducerPool {
   static final Duration IDLE_LIMIT = Duration.ofMinutes(2);
   private static final Map<String, Deque<Idle>> IDLE = new HashMap<>();
+  private static final Map<String, Shared> SHARED = new HashMap<>();
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
 
   /** A producer given back, and when. */
@@ -39,6 +48,17 @@ final class ProducerPool {
     final long since = System.nanoTime();
 
     Idle(KafkaProducer<byte[], byte[]> producer) {
+      this.producer = producer;
+    }
+  }
+
+  /** A producer shared by real-time tasks: how many use it, and since when none has. */
+  private static final class Shared {
+    final KafkaProducer<byte[], byte[]> producer;
+    int users;
+    long since = System.nanoTime();
+
+    Shared(KafkaProducer<byte[], byte[]> producer) {
       this.producer = producer;
     }
   }
@@ -90,6 +110,37 @@ final class ProducerPool {
     giveBack(withId, producer);
   }
 
+  /** The executor's shared producer for {@code settings}; give it back with {@link #release}. */
+  static KafkaProducer<byte[], byte[]> share(Map<String, String> settings) {
+    synchronized (IDLE) {
+      Shared shared = SHARED.computeIfAbsent(key(settings), k -> new Shared(create(settings)));
+      shared.users++;
+      return shared.producer;
+    }
+  }
+
+  static void release(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer) {
+    synchronized (IDLE) {
+      Shared shared = SHARED.get(key(settings));
+      if (shared != null && shared.producer == producer) {
+        shared.users--;
+        shared.since = System.nanoTime();
+      }
+    }
+  }
+
+  /** Close a shared producer that failed; the next task to ask for one gets a new one. */
+  static void discardShared(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer) {
+    String key = key(settings);
+    synchronized (IDLE) {
+      Shared shared = SHARED.get(key);
+      if (shared != null && shared.producer == producer) {
+        SHARED.remove(key);
+      }
+    }
+    discard(producer);
+  }
+
   static void discard(KafkaProducer<byte[], byte[]> producer) {
     try {
       producer.close(Duration.ZERO);
@@ -121,6 +172,13 @@ final class ProducerPool {
         }
       }
       IDLE.values().removeIf(Deque::isEmpty);
+      SHARED.values().removeIf(shared -> {
+        boolean unused = shared.users == 0 && shared.since < limit;
+        if (unused) {
+          stale.add(shared.producer);
+        }
+        return unused;
+      });
     }
     stale.forEach(ProducerPool::discard);
   }
@@ -130,6 +188,8 @@ final class ProducerPool {
     synchronized (IDLE) {
       IDLE.values().forEach(idle -> idle.forEach(entry -> all.add(entry.producer)));
       IDLE.clear();
+      SHARED.values().forEach(shared -> all.add(shared.producer));
+      SHARED.clear();
     }
     for (KafkaProducer<byte[], byte[]> producer : all) {
       try {

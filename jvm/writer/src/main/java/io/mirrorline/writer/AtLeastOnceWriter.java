@@ -4,8 +4,9 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import java.util.function.Function;
 import org.apache.kafka.common.header.Header;
 
 /**
@@ -21,7 +22,7 @@ import org.apache.kafka.common.header.Header;
  * <p>One writer serves one task: a micro-batch task's records ({@link #write}) with a
  * producer of its own from the executor's pool, or a real-time task's rows one at a
  * time as Spark's foreach sink hands them over ({@link RealTimeWriter}), with the
- * producer the executor's real-time tasks share ({@link ProducerPool#share}).
+ * producer the executor's real-time tasks share ({@link ProducerPool#shared}).
  */
 final class AtLeastOnceWriter {
   private final WriteSpec spec;
@@ -30,23 +31,14 @@ final class AtLeastOnceWriter {
   private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
   private final List<Refused> refused = new ArrayList<>();
   private final Deliveries deliveries = new Deliveries();
-  private final boolean shared;
-  private KafkaProducer<byte[], byte[]> producer;
+  private final Function<Map<String, String>, ProducerPool.Lease> leasing;
+  private ProducerPool.Lease lease;
 
-  private AtLeastOnceWriter(WriteSpec spec, boolean shared) {
+  /** {@code leasing}: {@link ProducerPool#own} or {@link ProducerPool#shared}. */
+  AtLeastOnceWriter(WriteSpec spec, Function<Map<String, String>, ProducerPool.Lease> leasing) {
     this.spec = spec;
     this.copies = new Copies(spec);
-    this.shared = shared;
-  }
-
-  /** A micro-batch task's writer, with a producer of its own. */
-  static AtLeastOnceWriter ownProducer(WriteSpec spec) {
-    return new AtLeastOnceWriter(spec, false);
-  }
-
-  /** A real-time task's writer, with the executor's shared producer. */
-  static AtLeastOnceWriter sharedProducer(WriteSpec spec) {
-    return new AtLeastOnceWriter(spec, true);
+    this.leasing = leasing;
   }
 
   /** A record the target refused, and how. */
@@ -76,7 +68,7 @@ final class AtLeastOnceWriter {
 
   /** Start writing with a producer from the executor's pool. */
   void open() {
-    producer = shared ? ProducerPool.share(spec.producer) : ProducerPool.borrow(spec.producer);
+    lease = leasing.apply(spec.producer);
   }
 
   /** Send the record's copy, or count why it is not sent. */
@@ -95,7 +87,7 @@ final class AtLeastOnceWriter {
       refused.add(new Refused(record, tooLarge));
       return;
     }
-    copies.send(producer, deliveries, log, record, remote, headers, failed);
+    copies.send(lease.producer(), deliveries, log, record, remote, headers, failed);
   }
 
   /**
@@ -118,24 +110,16 @@ final class AtLeastOnceWriter {
       abort();
       throw e;
     }
-    if (shared) {
-      ProducerPool.release(spec.producer, producer);
-    } else {
-      ProducerPool.giveBack(spec.producer, producer);
-    }
-    producer = null;
+    lease.giveBack();
+    lease = null;
     return logs.all();
   }
 
   /** Give up: the producer may be in a bad state, so the next writer starts afresh. */
   void abort() {
-    if (producer != null) {
-      if (shared) {
-        ProducerPool.discardShared(spec.producer, producer);
-      } else {
-        ProducerPool.discard(producer);
-      }
-      producer = null;
+    if (lease != null) {
+      lease.discard();
+      lease = null;
     }
   }
 
@@ -143,7 +127,7 @@ final class AtLeastOnceWriter {
   private void deadLetter() {
     ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
     for (Refused f : refused) {
-      copies.refused(producer, deliveries, logs.of(f.record), f.record, f.refusal, errors);
+      copies.refused(lease.producer(), deliveries, logs.of(f.record), f.record, f.refusal, errors);
     }
     deliveries.awaitAll();
     copies.raiseDeadLetterError(errors);

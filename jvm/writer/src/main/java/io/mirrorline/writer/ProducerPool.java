@@ -16,7 +16,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Producers kept per executor JVM, so a task does not pay for a new client,
  * connections and metadata each micro-batch.
  *
- * <p>A task borrows a producer for itself and gives it back when its batch is
+ * <p>A task borrows a producer for itself ({@link #own}) and gives it back when its batch is
  * written; one that failed is closed instead, so the next task starts clean.
  * Transactional producers are kept per transactional id: the one that already
  * ran {@code initTransactions} for a partition is reused by the next task of that
@@ -26,7 +26,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * turn (see {@link ExactlyOnceWriter}).
  *
  * <p>Real-time tasks share one producer per executor and settings instead
- * ({@link #share}): each of them sends a few records at a time for a whole batch,
+ * ({@link #shared}): each of them sends a few records at a time for a whole batch,
  * and one producer per task (a task per source partition) made as many send
  * threads, connections and produce requests, which on a small host showed as
  * record age. A shared producer that fails is discarded for every task using it;
@@ -69,7 +69,7 @@ final class ProducerPool {
 
   private ProducerPool() {}
 
-  static KafkaProducer<byte[], byte[]> borrow(Map<String, String> settings) {
+  private static KafkaProducer<byte[], byte[]> borrow(Map<String, String> settings) {
     String key = key(settings);
     synchronized (IDLE) {
       Deque<Idle> idle = IDLE.get(key);
@@ -110,35 +110,60 @@ final class ProducerPool {
     giveBack(withId, producer);
   }
 
-  /** The executor's shared producer for {@code settings}; give it back with {@link #release}. */
-  static KafkaProducer<byte[], byte[]> share(Map<String, String> settings) {
-    synchronized (IDLE) {
-      Shared shared = SHARED.computeIfAbsent(key(settings), k -> new Shared(create(settings)));
-      shared.users++;
-      return shared.producer;
-    }
+  /** A producer a writer holds for one task: given back when done, discarded when it failed. */
+  interface Lease {
+    KafkaProducer<byte[], byte[]> producer();
+
+    void giveBack();
+
+    void discard();
   }
 
-  static void release(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer) {
-    synchronized (IDLE) {
-      Shared shared = SHARED.get(key(settings));
-      if (shared != null && shared.producer == producer) {
-        shared.users--;
-        shared.since = System.nanoTime();
+  /** A producer of the task's own, from the idle ones or new (micro-batch tasks). */
+  static Lease own(Map<String, String> settings) {
+    KafkaProducer<byte[], byte[]> producer = borrow(settings);
+    return new Lease() {
+      public KafkaProducer<byte[], byte[]> producer() {
+        return producer;
       }
-    }
+
+      public void giveBack() {
+        ProducerPool.giveBack(settings, producer);
+      }
+
+      public void discard() {
+        ProducerPool.discard(producer);
+      }
+    };
   }
 
-  /** Close a shared producer that failed; the next task to ask for one gets a new one. */
-  static void discardShared(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer) {
+  /** The executor's producer for {@code settings}, shared by its real-time tasks. */
+  static Lease shared(Map<String, String> settings) {
     String key = key(settings);
+    Shared shared;
     synchronized (IDLE) {
-      Shared shared = SHARED.get(key);
-      if (shared != null && shared.producer == producer) {
-        SHARED.remove(key);
-      }
+      shared = SHARED.computeIfAbsent(key, k -> new Shared(create(settings)));
+      shared.users++;
     }
-    discard(producer);
+    return new Lease() {
+      public KafkaProducer<byte[], byte[]> producer() {
+        return shared.producer;
+      }
+
+      public void giveBack() {
+        synchronized (IDLE) {
+          shared.users--;
+          shared.since = System.nanoTime();
+        }
+      }
+
+      public void discard() {
+        synchronized (IDLE) {
+          SHARED.remove(key, shared); // unless another task already replaced it
+        }
+        ProducerPool.discard(shared.producer);
+      }
+    };
   }
 
   static void discard(KafkaProducer<byte[], byte[]> producer) {

@@ -17,7 +17,7 @@ import org.apache.spark.sql.Row;
  * <p>Spark opens one writer per source partition and batch ({@code epochId} is the
  * batch), hands it every record of the batch as it is read, and closes it at the
  * batch's end. The tasks of an executor send through one shared producer
- * ({@link ProducerPool#share}). Closing waits for the task's own delivery reports,
+ * ({@link ProducerPool#shared}). Closing waits for the task's own delivery reports,
  * handles refusals as the micro-batch writer does ({@link AtLeastOnceWriter}), and
  * adds one row to {@link BatchResults}: the batch, the task's source partition
  * index, and the summaries the micro-batch writer would return. A failure discards
@@ -44,7 +44,7 @@ final class RealTimeWriter extends ForeachWriter<Row> {
   public boolean open(long partitionId, long epochId) {
     batch = epochId;
     task = partitionId;
-    writer = AtLeastOnceWriter.sharedProducer(spec);
+    writer = new AtLeastOnceWriter(spec, ProducerPool::shared);
     writer.open();
     return true;
   }

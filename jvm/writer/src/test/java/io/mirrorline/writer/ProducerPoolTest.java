@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import java.util.Map;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.junit.jupiter.api.Test;
 
 class ProducerPoolTest {
@@ -15,30 +14,31 @@ class ProducerPoolTest {
 
   @Test
   void realTimeTasksShareOneProducerPerSettings() {
-    KafkaProducer<byte[], byte[]> first = ProducerPool.share(settings("a"));
-    KafkaProducer<byte[], byte[]> second = ProducerPool.share(settings("a"));
-    KafkaProducer<byte[], byte[]> other = ProducerPool.share(settings("b"));
+    ProducerPool.Lease first = ProducerPool.shared(settings("a"));
+    ProducerPool.Lease second = ProducerPool.shared(settings("a"));
+    ProducerPool.Lease other = ProducerPool.shared(settings("b"));
     try {
-      assertSame(first, second);
-      assertNotSame(first, other);
+      assertSame(first.producer(), second.producer());
+      assertNotSame(first.producer(), other.producer());
     } finally {
-      ProducerPool.discardShared(settings("a"), first);
-      ProducerPool.discardShared(settings("b"), other);
+      first.discard();
+      other.discard();
     }
   }
 
   @Test
   void aDiscardedSharedProducerIsReplacedAndALateDiscardKeepsItsSuccessor() {
-    KafkaProducer<byte[], byte[]> failed = ProducerPool.share(settings("c"));
-    ProducerPool.discardShared(settings("c"), failed);
-    KafkaProducer<byte[], byte[]> next = ProducerPool.share(settings("c"));
+    ProducerPool.Lease failed = ProducerPool.shared(settings("c"));
+    ProducerPool.Lease late = ProducerPool.shared(settings("c"));
+    failed.discard();
+    ProducerPool.Lease next = ProducerPool.shared(settings("c"));
     try {
-      assertNotSame(failed, next);
+      assertNotSame(failed.producer(), next.producer());
       // A second task that used the failed producer discards it too, later.
-      ProducerPool.discardShared(settings("c"), failed);
-      assertSame(next, ProducerPool.share(settings("c")));
+      late.discard();
+      assertSame(next.producer(), ProducerPool.shared(settings("c")).producer());
     } finally {
-      ProducerPool.discardShared(settings("c"), next);
+      next.discard();
     }
   }
 }

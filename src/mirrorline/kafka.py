@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 # librdkafka settings as confluent-kafka takes them: names to strings, numbers,
 # flags and, for callbacks such as `error_cb`, functions.
@@ -125,6 +125,33 @@ def wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: f
         if time.monotonic() > deadline:
             raise KafkaOperationError(f"topic {topic} has no leader for every partition yet")
         time.sleep(0.1)
+
+
+def partition_offsets(
+    admin: AdminClient,
+    partitions: Iterable[tuple[str, int]],
+    which: str,
+    *,
+    timeout: float,
+    what: str,
+) -> dict[tuple[str, int], int]:
+    """Each partition's `earliest` (log start) or `latest` (log end) offset, in one request
+    per broker; `KafkaOperationError` names `what` (the cluster) and the partition."""
+    spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+    request = {TopicPartition(t, p): spec for t, p in partitions}
+    if not request:
+        return {}
+    futures = admin.list_offsets(request, request_timeout=timeout)
+    offsets: dict[tuple[str, int], int] = {}
+    for tp, future in futures.items():
+        try:
+            offsets[(tp.topic, tp.partition)] = future.result(timeout).offset
+        except KafkaException as exc:
+            raise KafkaOperationError(
+                f"{what}: cannot read the {which} offset of {tp.topic}[{tp.partition}]: "
+                f"{exc.args[0].str()}"
+            ) from None
+    return offsets
 
 
 def read_to_end(

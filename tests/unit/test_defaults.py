@@ -55,6 +55,8 @@ MM2_DEFAULTS = {
     "emit.checkpoints.interval.seconds": 60,
     "emit.heartbeats.enabled": True,
     "emit.heartbeats.interval.seconds": 1,
+    "emit.metrics.enabled": True,
+    "emit.metrics.interval.seconds": 5,
     "sync.group.offsets.enabled": False,
     "sync.group.offsets.interval.seconds": 60,
     "heartbeats.replication.enabled": True,
@@ -123,6 +125,7 @@ def test_default_objects(flow: FlowConfig) -> None:
 def test_intervals(flow: FlowConfig) -> None:
     assert flow.interval("refresh.topics") == timedelta(minutes=10)
     assert flow.interval("emit.heartbeats") == timedelta(seconds=1)
+    assert flow.interval("emit.metrics") == timedelta(seconds=5)
     assert flow.interval("emit.checkpoints") == timedelta(minutes=1)
     assert flow.interval("sync.group.offsets") is None  # disabled by default
     with pytest.raises(KeyError):

@@ -44,6 +44,7 @@ def test_defaults_are_mm2s_with_types_a_checker_follows():
             sync_topic_acls=600.0,
             emit_checkpoints=60.0,
             emit_heartbeats=1.0,
+            emit_metrics=5.0,
             sync_group_offsets=None,
         ),
     )

@@ -33,6 +33,7 @@ class LoopIntervals:
     sync_topic_acls: float | None
     emit_checkpoints: float | None
     emit_heartbeats: float | None
+    emit_metrics: float | None
     sync_group_offsets: float | None
 
 
@@ -92,6 +93,7 @@ class FlowSettings:
                 sync_topic_acls=_seconds(flow, "sync.topic.acls"),
                 emit_checkpoints=_seconds(flow, "emit.checkpoints"),
                 emit_heartbeats=_seconds(flow, "emit.heartbeats"),
+                emit_metrics=_seconds(flow, "emit.metrics"),
                 sync_group_offsets=_seconds(flow, "sync.group.offsets"),
             ),
         )

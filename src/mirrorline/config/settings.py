@@ -204,6 +204,20 @@ _SPECS = [
     ),
     SettingSpec("emit.heartbeats.interval.seconds", "1", parse_positive_seconds, "How often."),
     SettingSpec(
+        "emit.metrics.enabled",
+        "true",
+        parse_bool,
+        "Mirrorline: whether the flow writes raw metrics (batches, status, lag, checkpoint "
+        "latency) to mirrorline.metrics.internal on its target, for the service and `status`.",
+    ),
+    SettingSpec(
+        "emit.metrics.interval.seconds",
+        "5",
+        parse_positive_seconds,
+        "Mirrorline: how often the flow's status and lag are written (batches are written "
+        "as they are committed).",
+    ),
+    SettingSpec(
         "sync.group.offsets.enabled",
         "false",
         parse_bool,
@@ -318,6 +332,7 @@ INTERVAL_LOOPS: tuple[str, ...] = (
     "sync.topic.acls",
     "emit.checkpoints",
     "emit.heartbeats",
+    "emit.metrics",
     "sync.group.offsets",
 )
 

@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
@@ -55,6 +55,7 @@ from mirrorline.group_offsets import (
 )
 from mirrorline.internal_topic import InternalTopic
 from mirrorline.kafka import KafkaOperationError
+from mirrorline.raw_metrics import CheckpointLatency
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,14 @@ class CheckpointStats:
 class Checkpointer:
     """Emits one flow's checkpoints and, when enabled, syncs its groups' offsets."""
 
-    def __init__(self, context: FlowContext) -> None:
+    def __init__(
+        self,
+        context: FlowContext,
+        on_written: Callable[[Sequence[CheckpointLatency]], None] | None = None,
+    ) -> None:
+        """`on_written` is told each round's checkpoint latencies (it must not block)."""
         self.flow = flow = context.flow
+        self._on_written = on_written
         self.topic = flow.checkpoints_topic
         self._source = context.source
         self._target = context.target
@@ -157,7 +164,7 @@ class Checkpointer:
         """
         emitted = self._prepare()
         reverse: TranslationStore | None = None
-        changed: list[tuple[Checkpoint, float]] = []
+        changed: list[tuple[Checkpoint, str, float]] = []  # with the source topic
         untranslated: list[str] = []
         partitions = [
             (t, p) for t, n in {**replicated, **self._from_target()}.items() for p in range(n)
@@ -185,15 +192,23 @@ class Checkpointer:
                     group, name, partition, committed.offset, translation.offset, committed.metadata
                 )
                 if emitted.get((group, name, partition)) != checkpoint:
-                    changed.append((checkpoint, read_at))
+                    changed.append((checkpoint, topic, read_at))
         if changed:
-            self._topic.write((c.key(), c.value()) for c, _ in changed)
+            self._topic.write((c.key(), c.value()) for c, _, _ in changed)
             acknowledged = time.monotonic()
-            for checkpoint, _ in changed:
+            for checkpoint, _, _ in changed:
                 emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
+            latencies = [
+                CheckpointLatency(
+                    c.group, topic, c.topic, c.partition, int((acknowledged - read_at) * 1000)
+                )
+                for c, topic, read_at in changed
+            ]
             with self._lock:
-                self._latencies_ms.extend((acknowledged - read_at) * 1000 for _, read_at in changed)
+                self._latencies_ms.extend(entry.latency_ms for entry in latencies)
             self._count += len(changed)
+            if self._on_written is not None:
+                self._on_written(latencies)
         self._untranslated = untranslated
         return len(changed)
 

@@ -7,7 +7,9 @@ offset-syncs cluster) four writes, in this order:
 2. the translation store takes them, and its changed runs are persisted;
 3. the flow's progress is saved (not in exactly-once mode: there each task
    saved its partition's progress with its records);
-4. the source gaps the batch found are recorded, and its refusals logged.
+4. the source gaps the batch found are recorded, and its refusals logged;
+   the batch is handed to the flow's raw metrics (`engine.flow_metrics`),
+   so that only committed batches are counted.
 
 Runs come before progress because a replay cuts what is ahead of it: runs
 ahead of the progress are rewritten by the replay, but progress ahead of the
@@ -99,6 +101,10 @@ class GapRecorder(Protocol):
     def record(self, gaps: Iterable[RecordGap]) -> None: ...
 
 
+class BatchMetrics(Protocol):
+    def batch_committed(self, batch_id: int, results: Sequence[PartitionResult]) -> None: ...
+
+
 class CommitFailed(RuntimeError):
     """A commit could not be written; the message says what and where."""
 
@@ -129,13 +135,16 @@ class BatchCommitter:
         gaps: GapSource,
         ledger: GapRecorder,
         term: Callable[[], int | None],
+        metrics: BatchMetrics | None = None,
         backlog: int = BACKLOG,
     ) -> None:
         """`syncs` None: the flow emits no offset syncs. `term`: the driver's current
-        term of leadership of the flow (None: it does not lead)."""
+        term of leadership of the flow (None: it does not lead). `metrics` is told of
+        every batch once it is written (it must not block)."""
         self.flow = flow
         self._progress, self._runs, self._syncs = progress, runs, syncs
         self._gaps, self._ledger, self._term = gaps, ledger, term
+        self._metrics = metrics
         self._backlog = backlog
         self._changed = threading.Condition()
         self._queue: deque[_Entry] = deque()
@@ -361,8 +370,11 @@ class BatchCommitter:
                 self._totals = self._totals.add(commit.batch)
             entry.written = True
         self._ledger.record(commit.gaps)
-        for text in commit.batch.refusals if commit.batch is not None else ():
-            log.warning("flow %s skipped a refused record: %s", self.flow, text)
+        if commit.batch is not None:
+            for text in commit.batch.refusals:
+                log.warning("flow %s skipped a refused record: %s", self.flow, text)
+            if self._metrics is not None:
+                self._metrics.batch_committed(commit.batch.stats.batch_id, commit.batch.results)
 
     def _check(self, entry: _Entry) -> None:
         """Raise `_Dropped` unless the entry's generation and term are still current."""

@@ -116,6 +116,12 @@ class PartitionResult:
     min_timestamp: int | None  # the oldest original timestamp written (epoch ms)
     max_age_ms: int  # how old that record was when the task finished
     syncs: tuple[tuple[int, int], ...]  # (upstream, downstream) offset syncs, in order
+    # Replication latency of the records written: acknowledgement time minus original
+    # timestamp, over the `latency_count` records that have a timestamp.
+    latency_count: int = 0
+    latency_sum_ms: int = 0
+    latency_min_ms: int = 0
+    latency_max_ms: int = 0
 
     @property
     def source_partition(self) -> tuple[str, int]:

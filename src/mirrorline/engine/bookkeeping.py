@@ -34,6 +34,7 @@ class BatchOutcome:
     dead_lettered: int = 0  # of those, written to the dead-letter topic
     skipped: int = 0  # records a replayed exactly-once batch found already committed
     refusals: tuple[str, ...] = ()
+    results: tuple[PartitionResult, ...] = ()  # what each task wrote, for the raw metrics
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def batch_commit(
             dead_lettered=sum(r.dead_lettered for r in results),
             skipped=sum(r.skipped for r in results),
             refusals=tuple(text for r in results for text in r.refusals),
+            results=tuple(results),
         ),
     )
 

@@ -9,7 +9,9 @@ The work is done by the flow's collaborators, all built on one `FlowContext`
 - `BatchCommitter`: the driver's bookkeeping after each batch (offset syncs,
   runs, progress, gaps), written in batch order while the next batch runs;
 - the control loops' parts: `TopicManager`, `RemoteTopicPublisher`,
-  `Checkpointer`, `GapFinder`; `ClusterHealth` says whether the clusters answer.
+  `Checkpointer`, `GapFinder`; `ClusterHealth` says whether the clusters answer;
+- `MetricsReporter`: the flow's raw metrics (batches, status, lag, checkpoint
+  latency), written to its target on a thread of its own, leader or not.
 
 The runner decides when. `tick()` follows this driver's leadership of the
 flow (a new term takes the flow over and reloads its progress), runs the
@@ -39,6 +41,7 @@ from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.bookkeeping import Commit
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.data_path import DataPath
+from mirrorline.engine.flow_metrics import MetricsReporter
 from mirrorline.engine.gaps import GapFinder, GapLedger
 from mirrorline.engine.health import ClusterHealth
 from mirrorline.engine.leadership import FlowLeadership
@@ -88,8 +91,24 @@ class FlowRunner:
             flow.name, context.target, replication_factor=settings.replication_factor
         )
         self.remote_topics = RemoteTopicPublisher(context)
+        metrics_every = settings.intervals.emit_metrics
+        self.metrics = (
+            MetricsReporter(
+                context,
+                leadership.client_id,
+                interval=metrics_every,
+                status=self.status,
+                positions=lambda: self.committer.committed_offsets(),
+            )
+            if metrics_every is not None
+            else None
+        )
         emits_checkpoints = settings.intervals.emit_checkpoints is not None
-        self.checkpointer = Checkpointer(context) if emits_checkpoints else None
+        self.checkpointer = (
+            Checkpointer(context, self.metrics.checkpoints_written if self.metrics else None)
+            if emits_checkpoints
+            else None
+        )
         self.health = ClusterHealth.for_flow(context, PROGRESS_TOPIC)
         self.gaps = GapFinder(flow.name, context.source)
         self.lost = GapLedger(flow.name)
@@ -101,6 +120,7 @@ class FlowRunner:
             gaps=self.gaps,
             ledger=self.lost,
             term=leadership.term,
+            metrics=self.metrics,
         )
         self.data_path = DataPath(
             context,
@@ -148,6 +168,8 @@ class FlowRunner:
         when it failed during an outage.
         """
         now = time.monotonic()
+        if self.metrics is not None:
+            self.metrics.start()
         if not self._leads():
             return
         self.health.start()
@@ -186,12 +208,19 @@ class FlowRunner:
         self.data_path.stop()
         self.committer.close()  # nothing is written once the flow is given up
         self.leadership.close()  # after the query: the next leader starts once this one stopped
-        for part in (self.progress, self.runs, self.remote_topics, self.checkpointer, self.syncs):
+        self._set_state("stopped", "the driver stopped")
+        for part in (
+            self.progress,
+            self.runs,
+            self.remote_topics,
+            self.checkpointer,
+            self.syncs,
+            self.metrics,  # writes the last status: stopped
+        ):
             if part is not None:
                 part.close()
         self.health.close()
         self.context.close()
-        self._set_state("stopped", "stopped by the operator")
 
     def status(self) -> FlowStatus:
         clusters = self.health.verdicts()
@@ -218,6 +247,7 @@ class FlowRunner:
             checkpoints=self.checkpointer.stats() if self.checkpointer is not None else None,
             translation_runs=self.committer.translation.run_count(),
             translation_load_ms=self._translation_load_ms,
+            active_driver=self.leadership.active_driver(),
         )
 
     def note_failure(self, reason: str) -> None:

@@ -23,11 +23,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
-
 from mirrorline.engine.progress import SourcePartition
-from mirrorline.kafka import ClusterClients, KafkaOperationError
+from mirrorline.kafka import ClusterClients, partition_offsets
 
 log = logging.getLogger(__name__)
 
@@ -104,18 +101,13 @@ class GapFinder:
 
     def log_starts(self, partitions: Iterable[SourcePartition]) -> dict[SourcePartition, int]:
         """Each partition's log start offset (the earliest offset still stored)."""
-        request = {TopicPartition(t, p): OffsetSpec.earliest() for t, p in partitions}
-        futures = self._source.admin.list_offsets(request, request_timeout=_TIMEOUT_S)
-        starts: dict[SourcePartition, int] = {}
-        for tp, future in futures.items():
-            try:
-                starts[(tp.topic, tp.partition)] = future.result(_TIMEOUT_S).offset
-            except KafkaException as exc:
-                raise KafkaOperationError(
-                    f"flow {self.flow}: cannot read the log start offset of source partition "
-                    f"{tp.topic}[{tp.partition}]: {exc.args[0].str()}"
-                ) from None
-        return starts
+        return partition_offsets(
+            self._source.admin,
+            partitions,
+            "earliest",
+            timeout=_TIMEOUT_S,
+            what=f"flow {self.flow}: source cluster {self._source.alias}",
+        )
 
 
 class GapLedger:

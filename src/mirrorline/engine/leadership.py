@@ -222,6 +222,14 @@ class FlowLeadership:
             return f"active driver: {leader.client_id} (at {leader.host.lstrip('/')})"
         return f"waiting for leadership (group {self.group} on {self._target})"
 
+    def active_driver(self) -> str | None:
+        """The driver that leads the flow: this one while it leads, else the one the
+        coordinator last named (None while nobody is known to)."""
+        if self.term() is not None:
+            return self.client_id
+        with self._lock:
+            return self._holder.client_id if self._holder is not None else None
+
     def close(self, timeout: float = 30.0) -> None:
         """Leave the group (the next driver takes over at once) and end the thread."""
         self._stop.set()

@@ -53,6 +53,8 @@ class FlowStatus:
     checkpoints: CheckpointStats | None = None  # None when emit.checkpoints is disabled
     translation_runs: int = 0  # runs in the translation store (control.translation)
     translation_load_ms: int | None = None  # how long the store took to load at start
+    # The driver that replicates the flow (this one when it leads); None while unknown.
+    active_driver: str | None = None
 
 
 def with_outages(state: str, reason: str, clusters: tuple[ClusterVerdict, ...]) -> tuple[str, str]:

@@ -75,7 +75,7 @@ final class Copies {
     int index = log.noteSent(record);
     producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
       if (error == null) {
-        log.delivered(index, metadata.offset());
+        log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
       } else {
         log.refusedAt(index);
         failures.add(new Failure(record, error));

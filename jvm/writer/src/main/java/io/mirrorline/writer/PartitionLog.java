@@ -27,6 +27,12 @@ final class PartitionLog {
   long skipped; // not written: an earlier attempt already committed it (exactly-once)
   long bytes;
   long minTimestamp = Long.MAX_VALUE;
+  // Replication latency of the records the target acknowledged: the time of the
+  // acknowledgement minus the record's original timestamp (records without one skipped).
+  private long latencyMin = Long.MAX_VALUE;
+  private long latencyMax;
+  private long latencySum;
+  private long latencyCount;
   final List<Refusal> refusals = new ArrayList<>();
   long deadLettered;
   private long[] sourceOffsets = new long[64];
@@ -55,8 +61,19 @@ final class PartitionLog {
     return sent++;
   }
 
-  synchronized void delivered(int index, long targetOffset) {
+  /**
+   * The target acknowledged the record noted at {@code index}, at {@code nowMs}: its
+   * offset there, and its latency when it has a timestamp ({@code timestampMs >= 0}).
+   */
+  synchronized void delivered(int index, long targetOffset, long timestampMs, long nowMs) {
     targetOffsets[index] = targetOffset;
+    if (timestampMs >= 0) {
+      long latency = Math.max(0L, nowMs - timestampMs);
+      latencyMin = Math.min(latencyMin, latency);
+      latencyMax = Math.max(latencyMax, latency);
+      latencySum += latency;
+      latencyCount++;
+    }
   }
 
   synchronized void refusedAt(int index) {
@@ -93,6 +110,10 @@ final class PartitionLog {
     row.put("last_target_offset", any ? target[count - 1] : null);
     row.put("min_timestamp", oldest);
     row.put("max_age_ms", oldest == null ? 0L : Math.max(0L, nowMs - oldest));
+    row.put("latency_count", latencyCount);
+    row.put("latency_sum_ms", latencySum);
+    row.put("latency_min_ms", latencyCount == 0 ? 0L : latencyMin);
+    row.put("latency_max_ms", latencyMax);
     row.put("runs", runs(source, target));
     return row;
   }

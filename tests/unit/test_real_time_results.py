@@ -38,6 +38,10 @@ class _Reports:
                     "last_target_offset": last + 100,
                     "min_timestamp": 1,
                     "max_age_ms": 5,
+                    "latency_count": len(offsets),
+                    "latency_sum_ms": 5 * len(offsets),
+                    "latency_min_ms": 5,
+                    "latency_max_ms": 5,
                     "runs": [[first, first + 100, len(offsets)]],
                 }
             )

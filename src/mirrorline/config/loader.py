@@ -41,6 +41,7 @@ from mirrorline.config.precedence import ClientSelector, KeyProblem, Level, Plac
 from mirrorline.config.properties import Property, parse_properties, read_properties
 from mirrorline.config.providers import ProviderContext, resolve_placeholders
 from mirrorline.config.redact import is_secret_key, shown
+from mirrorline.config.service_settings import SERVICE_SETTINGS
 from mirrorline.config.settings import FLOW_SETTINGS
 from mirrorline.config.start_position import StartPosition, parse_start_position
 from mirrorline.config.values import parse_list
@@ -115,6 +116,7 @@ class _Loader:
     entries: list[_Entry] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)
     unresolved: set[str] = field(default_factory=set)
+    service: dict[str, Setting[Any]] = field(default_factory=dict)
 
     def load(self) -> MirrorConfig:
         resolved = self._resolve(self._latest(self.properties))
@@ -193,6 +195,9 @@ class _Loader:
         if placed.kind == "ignored":
             self._warn(f"ignored: {placed.note}", prop.origin)
             return
+        if placed.kind == "service":
+            self._parse_service_value(entry)
+            return
         if placed.kind == "flow":
             self._parse_flow_value(entry)
         if placed.kind == "client":
@@ -219,6 +224,26 @@ class _Loader:
                 f"invalid value {shown(entry.text, secret=entry.secret)}: {exc}", entry.origin, hint
             )
 
+    def _parse_service_value(self, entry: _Entry) -> None:
+        spec = SERVICE_SETTINGS[entry.key]
+        try:
+            value = spec.parse(entry.text)
+        except ValueError as exc:
+            shown_text = shown(entry.text, secret=entry.secret)
+            self._error(f"invalid value {shown_text}: {exc}", entry.origin)
+            return
+        named = value if isinstance(value, tuple) and entry.key.endswith(".clusters") else ()
+        for alias in named:
+            if alias not in self.aliases:
+                self._error(
+                    f"{alias!r} is not a cluster alias listed in clusters",
+                    entry.origin,
+                    f"known aliases: {', '.join(self.aliases)}",
+                )
+        self.service[entry.key] = Setting(
+            entry.key, value, entry.text.strip(), entry.origin, entry.secret
+        )
+
     def _check_client_entry(self, entry: _Entry) -> None:
         name = entry.placement.name
         if entry.placement.note:
@@ -243,7 +268,9 @@ class _Loader:
             if source != target
         )
         self._check_reachability(flows, clusters)
-        return MirrorConfig(self.file, clusters, flows, tuple(unique_issues(self.warnings)))
+        return MirrorConfig(
+            self.file, clusters, flows, tuple(unique_issues(self.warnings)), self.service
+        )
 
     def _flow(self, source: str, target: str, clusters: dict[str, ClusterConfig]) -> FlowConfig:
         ranked = {name: self._flow_setting(name, source, target) for name in FLOW_SETTINGS}

@@ -297,6 +297,8 @@ class MirrorConfig:
     clusters: Mapping[str, ClusterConfig]
     flows: tuple[FlowConfig, ...]
     warnings: tuple[ConfigIssue, ...] = ()
+    # The service's settings that the file sets (`config.service_settings`), by name.
+    service: Mapping[str, Setting[Any]] = field(default_factory=dict)
 
     def flow(self, source: str, target: str) -> FlowConfig:
         """The flow `source->target` (enabled or not)."""
@@ -330,6 +332,7 @@ class MirrorConfig:
             "file": self.file,
             "clusters": {alias: cluster.to_dict() for alias, cluster in self.clusters.items()},
             "flows": [f.to_dict() for f in self.flows],
+            "service": {name: s.to_dict() for name, s in sorted(self.service.items())},
             "warnings": [w.to_dict() for w in self.warnings],
         }
 

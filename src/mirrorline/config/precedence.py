@@ -68,6 +68,8 @@ from typing import Literal
 
 from mirrorline.config.clients import client_types, is_client_setting
 from mirrorline.config.model import CLIENT_TYPES, ClientType, Side
+from mirrorline.config.service_settings import PREFIX as SERVICE_PREFIX
+from mirrorline.config.service_settings import SERVICE_SETTINGS
 from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES, ignored_reason
 
 __all__ = ["ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
@@ -113,7 +115,7 @@ class ClientSelector:
         return self.client is None or self.client == client
 
 
-PlacementKind = Literal["clusters", "flow", "client", "policy", "ignored"]
+PlacementKind = Literal["clusters", "flow", "client", "policy", "service", "ignored"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,13 @@ def classify(key: str, aliases: Sequence[str]) -> Placement | KeyProblem:
     """Place one key of the file, knowing the cluster aliases."""
     if key == "clusters":
         return Placement(Level.GLOBAL, "clusters", key)
+    if key.startswith(SERVICE_PREFIX) and SERVICE_PREFIX[:-1] not in aliases:
+        if key not in SERVICE_SETTINGS:
+            return KeyProblem(
+                f"unknown service setting {key!r}",
+                f"service settings are {', '.join(SERVICE_SETTINGS)}",
+            )
+        return Placement(Level.GLOBAL, "service", key)
     if key in FLOW_SETTINGS or key in LEGACY_NAMES:
         return _within(key, Level.GLOBAL, None, None, aliases)
     for prefix, level in (("workers.", Level.WORKERS), ("connectors.", Level.CONNECTORS)):

@@ -190,8 +190,7 @@ class MetricsReporter:
             log.debug("flow %s: no lag this time: %s", self._context.name, exc)
             return ()
         return tuple(
-            PartitionLag(t, p, max(0, ends[(t, p)] - positions[(t, p)]))
-            for t, p in sorted(ends)
+            PartitionLag(t, p, max(0, ends[(t, p)] - positions[(t, p)])) for t, p in sorted(ends)
         )
 
     def _origin(self) -> Origin:

@@ -1,0 +1,253 @@
+"""Reads one target cluster's Mirrorline topics into its `TargetView`, and keeps reading.
+
+A target cluster holds what the service reports on its incoming flows:
+
+- `mirrorline.metrics.internal`: the flows' raw metrics, read from the start
+  of the service's longest window (found by timestamp) onwards;
+- the heartbeats topic (MM2's format): each flow's newest heartbeat;
+- `mirrorline.metadata.internal`: which source topic each flow replicates to
+  which remote topic (the truth under the identity policy);
+- each incoming flow's checkpoints topic (MM2's format): the checkpointed
+  groups, their translated offsets and when each checkpoint was written.
+
+One consumer without a group (nothing is committed; two services read the
+same records and give the same answers) reads all of them from those
+positions, then follows them. Topics that do not exist yet (no flow has
+written there) are looked for again every `DISCOVERY_S` and read from their
+start once they appear. A probe asks the cluster for metadata every two
+seconds (`engine.health.ClusterProbe`, as a flow does), so that a cluster that
+stops answering shows in the view within seconds.
+
+`catch_up()` waits until everything that was in the topics when they were
+assigned has been read: `mirrorline status` reads that much and answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from mirrorline.control.remote_topics import METADATA_TOPIC, decode_metadata
+from mirrorline.engine.health import ClusterProbe
+from mirrorline.formats import Checkpoint, FormatError, Heartbeat
+from mirrorline.raw_metrics import METRICS_TOPIC, decode
+from mirrorline.service.target_view import CheckpointEntry, TargetView
+
+log = logging.getLogger(__name__)
+
+DISCOVERY_S = 5.0
+EVICT_S = 10.0
+PROBE_S = 2.0
+_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The topics of one target cluster to read, and what each one is."""
+
+    heartbeats: frozenset[str]
+    checkpoints: Mapping[str, str]  # checkpoints topic -> the flow it belongs to
+
+    def topics(self) -> list[str]:
+        return [METRICS_TOPIC, METADATA_TOPIC, *sorted(self.heartbeats), *sorted(self.checkpoints)]
+
+
+class TargetCollector:
+    """Fills one `TargetView` on threads of its own (see the module)."""
+
+    def __init__(
+        self,
+        alias: str,
+        *,
+        admin_settings: Mapping[str, Any],
+        consumer_settings: Mapping[str, Any],
+        sources: Sources,
+        history_s: int,
+    ) -> None:
+        self.alias = alias
+        self.view = TargetView(alias)
+        self._sources = sources
+        self._history_ms = history_s * 1000
+        quiet = {"log_level": 0}  # unreachable clusters are reported by the probe
+        self._admin = AdminClient({**admin_settings, **quiet})
+        self._consumer = Consumer(
+            {
+                **consumer_settings,
+                **quiet,
+                "group.id": f"mirrorline-service-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "allow.auto.create.topics": False,
+            }
+        )
+        self._probe = ClusterProbe(alias, "target", admin_settings, METRICS_TOPIC)
+        self._assigned: set[str] = set()
+        self._ends: dict[tuple[str, int], int] = {}  # end offsets when assigned: catch-up
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for name, target in (("read", self._read_loop), ("probe", self._probe_loop)):
+            thread = threading.Thread(
+                target=target, name=f"service {name} {self.alias}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def catch_up(self, timeout: float) -> bool:
+        """Wait until what the topics held at assignment is read; False at the timeout."""
+        deadline = time.monotonic() + timeout
+        while not self.view.read(lambda v: v.caught_up):
+            if time.monotonic() > deadline or self._stop.is_set():
+                return False
+            time.sleep(0.05)
+        return True
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(_TIMEOUT_S + 5)
+        self._consumer.close()
+
+    # -- the reading thread ------------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        next_discovery = 0.0
+        next_evict = time.monotonic() + EVICT_S
+        while not self._stop.is_set():
+            now = time.monotonic()
+            try:
+                if now >= next_discovery:
+                    next_discovery = now + DISCOVERY_S
+                    self._discover()
+                if now >= next_evict:
+                    next_evict = now + EVICT_S
+                    self.view.evict(self._history_ms, _now_ms())
+                if not self._assigned:
+                    self._stop.wait(0.2)
+                    continue
+                for msg in self._consumer.consume(1000, timeout=0.2):
+                    if msg.error() is None:
+                        self._dispatch(msg)
+                self._check_caught_up()
+            except Exception as exc:  # noqa: BLE001 - the probe reports an unreachable cluster
+                log.debug("service: reading %s: %s", self.alias, exc)
+                self._stop.wait(1.0)
+
+    def _discover(self) -> None:
+        """Assign the wanted topics that exist now and are not read yet."""
+        missing = [t for t in self._sources.topics() if t not in self._assigned]
+        if not missing:
+            return
+        try:
+            found = self._admin.list_topics(timeout=_TIMEOUT_S).topics
+        except KafkaException:
+            return  # the probe says why; tried again at the next discovery
+        partitions = []
+        for topic in missing:
+            meta = found.get(topic)
+            if meta is None or meta.error is not None:
+                continue
+            partitions += [TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions]
+        if not partitions:
+            if not self._ends:
+                self.view.mark_caught_up()  # nothing to read on this cluster yet
+            return
+        metrics = [tp for tp in partitions if tp.topic == METRICS_TOPIC]
+        if metrics:
+            self._from_history(metrics)
+        for tp in partitions:
+            _, end = self._consumer.get_watermark_offsets(tp, timeout=_TIMEOUT_S, cached=False)
+            self._ends[(tp.topic, tp.partition)] = end
+        self._consumer.incremental_assign(partitions)
+        self._assigned.update(tp.topic for tp in partitions)
+        log.info("service: reading %s on %s", ", ".join(sorted(self._assigned)), self.alias)
+
+    def _from_history(self, partitions: list[TopicPartition]) -> None:
+        """Start the metrics topic's partitions at the start of the longest window."""
+        since = _now_ms() - self._history_ms
+        lookup = [TopicPartition(tp.topic, tp.partition, since) for tp in partitions]
+        found = self._consumer.offsets_for_times(lookup, timeout=_TIMEOUT_S)
+        for tp, at in zip(partitions, found, strict=True):
+            tp.offset = at.offset if at.offset >= 0 else OFFSET_END
+
+    def _check_caught_up(self) -> None:
+        """Caught up once every topic assigned is read to its end as of its assignment."""
+        if self.view.read(lambda v: v.caught_up) or not self._ends:
+            return
+        positions = self._consumer.position([TopicPartition(t, p) for t, p in self._ends])
+        if all(
+            tp.offset >= self._ends[(tp.topic, tp.partition)]
+            or self._ends[(tp.topic, tp.partition)] == 0
+            for tp in positions
+        ):
+            self.view.mark_caught_up()
+
+    def _dispatch(self, msg: Message) -> None:
+        topic = msg.topic() or ""
+        if topic == METRICS_TOPIC:
+            sample = decode(msg.value())
+            if sample is not None and _now_ms() - sample.origin.time_ms <= self._history_ms:
+                self.view.add_sample(sample)
+        elif topic == METADATA_TOPIC:
+            entry = decode_metadata(msg.key(), msg.value())
+            if entry is not None:
+                self.view.set_published(*entry)
+        elif topic in self._sources.heartbeats:
+            self._heartbeat(msg)
+        elif topic in self._sources.checkpoints:
+            self._checkpoint(self._sources.checkpoints[topic], msg)
+
+    def _heartbeat(self, msg: Message) -> None:
+        try:
+            beat = Heartbeat.decode(msg.key(), msg.value())
+        except FormatError:
+            return
+        self.view.add_heartbeat(f"{beat.source_alias}->{beat.target_alias}", beat.timestamp)
+
+    def _checkpoint(self, flow: str, msg: Message) -> None:
+        try:
+            checkpoint = Checkpoint.decode(msg.key(), msg.value())
+        except FormatError:
+            return
+        written = msg.timestamp()[1]
+        key = (checkpoint.group, checkpoint.topic, checkpoint.partition)
+        self.view.set_checkpoint(flow, key, CheckpointEntry(checkpoint, written))
+
+    # -- the probing thread ------------------------------------------------------------
+
+    def _probe_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.view.set_verdict(self._probe.probe())
+            except Exception:  # noqa: BLE001 - probing goes on; the next round retries
+                log.exception("service: probing %s", self.alias)
+            self._stop.wait(PROBE_S)
+
+
+def sources_for(flows: Iterable[Any]) -> Sources:
+    """What to read on a target cluster, from the flows (`FlowConfig`) into it."""
+    flows = list(flows)
+    return Sources(
+        heartbeats=frozenset(f.heartbeats_topic for f in flows),
+        checkpoints={f.checkpoints_topic: f.name for f in flows},
+    )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

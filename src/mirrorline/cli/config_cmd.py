@@ -78,6 +78,8 @@ _GROUPS: list[tuple[str, tuple[str, ...]]] = [
             "emit.heartbeats.enabled",
             "emit.heartbeats.interval.seconds",
             "heartbeats.replication.enabled",
+            "emit.metrics.enabled",
+            "emit.metrics.interval.seconds",
             "admin.timeout.ms",
             "consumer.poll.timeout.ms",
         ),

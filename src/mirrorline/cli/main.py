@@ -10,6 +10,8 @@ from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
 from mirrorline.cli.driver_cmd import driver
 from mirrorline.cli.offsets_cmd import offsets_app
+from mirrorline.cli.service_cmd import service
+from mirrorline.cli.status_cmd import status
 
 app = typer.Typer(
     name="mirrorline",
@@ -22,6 +24,8 @@ app.command("driver")(driver)
 app.add_typer(config_app, name="config")
 app.add_typer(dev_app, name="dev")
 app.add_typer(offsets_app, name="offsets")
+app.command("service")(service)
+app.command("status")(status)
 app.command("demo")(demo)
 
 

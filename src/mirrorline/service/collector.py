@@ -110,9 +110,12 @@ class TargetCollector:
             self._threads.append(thread)
 
     def catch_up(self, timeout: float) -> bool:
-        """Wait until what the topics held at assignment is read; False at the timeout."""
+        """Wait until what the topics held at assignment is read; False at the timeout,
+        or as soon as the cluster is found not to answer."""
         deadline = time.monotonic() + timeout
         while not self.view.read(lambda v: v.caught_up):
+            if self.view.read(lambda v: v.probed and not v.verdict.reachable):
+                return False
             if time.monotonic() > deadline or self._stop.is_set():
                 return False
             time.sleep(0.05)

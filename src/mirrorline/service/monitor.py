@@ -135,6 +135,21 @@ class Monitor:
             raise NotFound("window", window, list(known))
         return known[window]
 
+    def topic_totals(self) -> dict[tuple[str, str, str], tuple[int, int]]:
+        """(source, target, source topic) -> (records, bytes) read since the service started."""
+        totals: dict[tuple[str, str, str], tuple[int, int]] = {}
+        for collector in self.collectors.values():
+
+            def of(v: TargetView) -> dict[tuple[str, str, str], tuple[int, int]]:
+                return {
+                    (h.source, h.target, topic): (counts[0], counts[1])
+                    for h in v.histories.values()
+                    for topic, counts in h.totals.items()
+                }
+
+            totals.update(collector.view.read(of))
+        return totals
+
     # -- groups ------------------------------------------------------------------------
 
     def groups(self, source: str, target: str) -> list[GroupCheckpoint]:

@@ -37,6 +37,7 @@ class TargetView:
         # flow -> (group, remote topic, partition) -> the newest checkpoint.
         self.checkpoints: dict[str, dict[tuple[str, str, int], CheckpointEntry]] = {}
         self.verdict = ClusterVerdict(alias, "target", True)
+        self.probed = False  # the verdict is a guess until the first probe
         self.caught_up = False
 
     def read(self, query: Callable[[TargetView], T]) -> T:
@@ -79,6 +80,7 @@ class TargetView:
     def set_verdict(self, verdict: ClusterVerdict) -> None:
         with self._lock:
             self.verdict = verdict
+            self.probed = True
 
     def evict(self, history_ms: int, now_ms: int) -> None:
         with self._lock:

@@ -1,0 +1,169 @@
+"""The REST API's documents, as pydantic models: they are the OpenAPI schema too."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from mirrorline.config.service_settings import window_text
+from mirrorline.service.aggregate import MetricAnswer
+from mirrorline.service.monitor import GroupCheckpoint
+from mirrorline.service.replications import Replication
+
+
+class ErrorDoc(BaseModel):
+    """Every 4xx answer: what is wrong, and the names that exist when a name is unknown."""
+
+    error: str
+    known: list[str] | None = Field(default=None, description="The names that exist, for a 404.")
+
+
+class ReplicationDoc(BaseModel):
+    source: str
+    target: str
+    state: str = Field(
+        description="starting, running, standby, degraded, failed, stopped or unknown"
+    )
+    health: str = Field(description="healthy, warning, unhealthy or inactive")
+    reason: str = Field(description="Why the replication is in this state; empty when running.")
+    active_driver: str | None = Field(
+        default=None, description="The driver that replicates the flow."
+    )
+    reported_by: str | None = Field(default=None, description="The driver whose status this is.")
+    status_time_ms: int | None = Field(
+        default=None, description="When that driver reported (epoch ms)."
+    )
+    last_heartbeat_ms: int | None = None
+    last_checkpoint_ms: int | None = None
+    exactly_once: bool = False
+    topics: dict[str, str] = Field(
+        default_factory=dict, description="Replicated source topics and their remote names."
+    )
+    problems: list[str] = Field(default_factory=list)
+    served_by: str = Field(description="The service that answered (remote querying).")
+    unreachable: bool = Field(
+        default=False, description="True when the remote service that serves it did not answer."
+    )
+
+    @classmethod
+    def of(cls, r: Replication, served_by: str) -> ReplicationDoc:
+        return cls(
+            source=r.source,
+            target=r.target,
+            state=r.state,
+            health=r.health,
+            reason=r.reason,
+            active_driver=r.active_driver,
+            reported_by=r.reported_by,
+            status_time_ms=r.status_time_ms,
+            last_heartbeat_ms=r.last_heartbeat_ms,
+            last_checkpoint_ms=r.last_checkpoint_ms,
+            exactly_once=r.exactly_once,
+            topics=r.topics,
+            problems=list(r.problems),
+            served_by=served_by,
+        )
+
+
+class ServiceDoc(BaseModel):
+    """A service that answered (or not) for the replications listed with it."""
+
+    id: str
+    url: str
+    targets: list[str]
+    local: bool
+    reachable: bool
+    error: str = ""
+
+
+class ReplicationsDoc(BaseModel):
+    replications: list[ReplicationDoc]
+    services: list[ServiceDoc]
+
+
+class PointDoc(BaseModel):
+    time_ms: int = Field(description="Start of the step (epoch ms).")
+    value: float
+
+
+class MetricDoc(BaseModel):
+    metric: str
+    window: str
+    window_seconds: int
+    step_seconds: int
+    min: float | None
+    max: float | None
+    avg: float | None
+    sum: float
+    points: list[PointDoc]
+
+    @classmethod
+    def of(cls, a: MetricAnswer) -> MetricDoc:
+        return cls(
+            metric=a.metric,
+            window=window_text(a.window_seconds),
+            window_seconds=a.window_seconds,
+            step_seconds=a.step_seconds,
+            min=a.min,
+            max=a.max,
+            avg=a.avg,
+            sum=a.sum,
+            points=[PointDoc(time_ms=p.time_ms, value=p.value) for p in a.points],
+        )
+
+
+class PartitionCheckpointDoc(BaseModel):
+    topic: str = Field(description="The topic's name on the target.")
+    partition: int
+    upstream_offset: int = Field(description="The group's committed offset on the source.")
+    downstream_offset: int = Field(description="That offset translated for the target.")
+    metadata: str
+    age_ms: int = Field(description="How long ago the checkpoint was written.")
+
+
+class GroupDoc(BaseModel):
+    group: str
+    partitions: list[PartitionCheckpointDoc]
+    newest_age_ms: int
+
+
+class GroupsDoc(BaseModel):
+    source: str
+    target: str
+    groups: list[GroupDoc]
+
+    @classmethod
+    def of(cls, source: str, target: str, entries: list[GroupCheckpoint], now_ms: int) -> GroupsDoc:
+        by_group: dict[str, list[GroupCheckpoint]] = {}
+        for e in entries:
+            by_group.setdefault(e.group, []).append(e)
+        groups = [
+            GroupDoc(
+                group=group,
+                partitions=[
+                    PartitionCheckpointDoc(
+                        topic=e.topic,
+                        partition=e.partition,
+                        upstream_offset=e.upstream_offset,
+                        downstream_offset=e.downstream_offset,
+                        metadata=e.metadata,
+                        age_ms=max(0, now_ms - e.written_ms),
+                    )
+                    for e in items
+                ],
+                newest_age_ms=max(0, now_ms - max(e.written_ms for e in items)),
+            )
+            for group, items in sorted(by_group.items())
+        ]
+        return cls(source=source, target=target, groups=groups)
+
+
+class ClusterHealthDoc(BaseModel):
+    alias: str
+    reachable: bool
+    error: str
+    caught_up: bool
+
+
+class HealthDoc(BaseModel):
+    status: str = Field(description="ok, loading (still reading history) or degraded")
+    clusters: list[ClusterHealthDoc]

@@ -1,6 +1,6 @@
 # Mirrorline: everything a newcomer needs is `make demo` and `make test`.
 # Both set up what is missing first (virtualenv, Python packages, JVM artifacts,
-# Java 17+) and are idempotent: a second run downloads nothing.
+# Java 17+, Chromium) and are idempotent: a second run downloads nothing.
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +13,7 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f)
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk python jvm demo test bench chaos failover-drill lint clean
+.PHONY: help setup jdk chromium python jvm demo test bench chaos failover-drill lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
@@ -23,10 +23,14 @@ help:
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
 
-setup: jdk python jvm
+setup: jdk chromium python jvm
 
 jdk:
 	@scripts/ensure-jdk.sh
+
+# The web UI's browser test drives Debian's Chromium.
+chromium:
+	@scripts/ensure-chromium.sh
 
 python: $(PY_STAMP)
 

@@ -7,6 +7,7 @@ Routes (OpenAPI at `/openapi.json`, interactive docs at `/docs`):
 - `GET /v2/topic-metrics/{source}/{target}/{upstreamTopic}/{metric}?window=5m`;
 - `GET /v2/topic-metrics/{target}/{downstreamTopic}/{metric}?window=5m`;
 - `GET /v2/groups/{source}/{target}`;
+- `GET /v2/windows` (the windows metrics can be asked over);
 - `GET /health`, `GET /metrics` (Prometheus), `GET /` (the web UI).
 
 Replications whose target another service reports (remote querying,
@@ -29,6 +30,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from mirrorline.config.service_settings import window_text
 from mirrorline.service.models import (
     ClusterHealthDoc,
     ErrorDoc,
@@ -37,6 +39,7 @@ from mirrorline.service.models import (
     MetricDoc,
     ReplicationDoc,
     ReplicationsDoc,
+    WindowsDoc,
 )
 from mirrorline.service.monitor import Monitor, NotFound
 from mirrorline.service.prometheus import MetricsCollector
@@ -162,6 +165,12 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         if target not in monitor.collectors and remote.serves(target):
             return _forwarded(remote, target, request)
         return GroupsDoc.of(source, target, monitor.groups(source, target), _now_ms())
+
+    @app.get("/v2/windows", response_model=WindowsDoc, tags=["metrics"])
+    def windows() -> WindowsDoc:
+        """The windows metrics can be asked over, and the default one."""
+        known = [window_text(w) for w in monitor.settings.windows]
+        return WindowsDoc(windows=known, default=default_window)
 
     @app.get("/health", response_model=HealthDoc, tags=["service"])
     def health() -> HealthDoc:

@@ -157,6 +157,13 @@ class GroupsDoc(BaseModel):
         return cls(source=source, target=target, groups=groups)
 
 
+class WindowsDoc(BaseModel):
+    """The windows metrics can be asked over, shortest first, and the one used when none is."""
+
+    windows: list[str] = Field(description="Like 1m, 5m, 15m, 1h.")
+    default: str
+
+
 class ClusterHealthDoc(BaseModel):
     alias: str
     reachable: bool

@@ -1,8 +1,12 @@
-"""The target broker stops for a minute mid-stream: the status says so, replication resumes
-by itself soon after the broker's return, and every source record reaches the target."""
+"""The target broker stops for a minute mid-stream: the status says so (the driver's, the
+service's REST API and `mirrorline status`), replication resumes by itself soon after the
+broker's return, and every source record reaches the target."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -12,6 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from mirrorline.devcluster import DevClusters
 from support.driving import running_driver, write_config
 from support.kafka_io import consume, create_topic, end_offsets, unique_name
+from support.service import get_ok, running_service
 from support.wait import assert_stays, wait_until
 
 PARTITIONS = 4
@@ -81,6 +86,24 @@ class SteadyProducer(threading.Thread):
         assert self.failures == [], self.failures[:3]
 
 
+def _served_state(url: str) -> tuple[str, str]:
+    """The flow's state and reason as the service reports them."""
+    doc = get_ok(url)
+    return doc["state"], doc["reason"]
+
+
+def _status_command(config) -> tuple[str, int]:
+    """The flow's state as `mirrorline status --json` prints it, and the exit code."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mirrorline", "status", "-c", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    [flow] = json.loads(done.stdout)["flows"]
+    return flow["state"], done.returncode
+
+
 def _replicated(driver) -> int:
     return driver.statuses()[0].records
 
@@ -129,12 +152,23 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
     config = write_config(
         tmp_path / "mm2.properties",
         [east, west],
-        f"east->west.enabled = true\neast->west.topics = {topic}\n",
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        "emit.metrics.interval.seconds = 1\n",
+        heartbeats=True,  # the clusters are this test's own
     )
     producer = SteadyProducer(east.bootstrap_servers, topic)
     producer.start()
     try:
-        with running_driver(config, spark, tmp_path / "work") as driver:
+        with (
+            running_driver(config, spark, tmp_path / "work") as driver,
+            running_service(config) as service,
+        ):
+            flow_url = f"{service.url}/v2/replications/east/west"
+            wait_until(
+                lambda: _served_state(flow_url)[0] == "running",
+                timeout=60,
+                what="the service to report the flow running",
+            )
             wait_until(
                 lambda: _replicated(driver) >= 5 * RATE,
                 timeout=180,
@@ -157,6 +191,16 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
                 f"outage shown after {time.monotonic() - stopped_at:.1f}s: "
                 f"{seen.state}: {seen.reason}"
             )
+            served = wait_until(
+                lambda: (s := _served_state(flow_url))[0] == "degraded"
+                and "target cluster west" in s[1]
+                and s,
+                timeout=30 - (time.monotonic() - stopped_at),
+                what="the service to report the outage within 30 s",
+            )
+            print(f"service shows the outage after {time.monotonic() - stopped_at:.1f}s: {served}")
+            state, code = _status_command(config)
+            assert (state, code) == ("degraded", 1), (state, code)
             assert_stays(
                 shows_outage,
                 seconds=OUTAGE_S - (time.monotonic() - stopped_at),
@@ -205,6 +249,13 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
             status = driver.statuses()[0]
             assert status.state == "running", status
             assert status.reason == ""
+            wait_until(
+                lambda: _served_state(flow_url) == ("running", ""),
+                timeout=30,
+                what="the service to report the flow running again",
+            )
+            assert _status_command(config) == ("running", 0)
+            assert get_ok(flow_url)["last_heartbeat_ms"] > time.time() * 1000 - 30_000
     finally:
         producer.finish()  # a second call is harmless; on failure, never leave it running
 

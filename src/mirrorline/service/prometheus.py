@@ -28,6 +28,20 @@ from mirrorline.service.monitor import Monitor, NotFound
 from mirrorline.service.replications import Replication
 
 STATES = ("starting", "running", "standby", "degraded", "failed", "stopped", "unknown")
+#: Every sample name `/metrics` has (counters with their `_total`), for dashboards to check against.
+METRIC_NAMES: tuple[str, ...] = (
+    "mirrorline_replicated_records_total",
+    "mirrorline_replicated_bytes_total",
+    "mirrorline_record_rate",
+    "mirrorline_byte_rate",
+    "mirrorline_replication_latency_ms",
+    "mirrorline_checkpoint_latency_ms",
+    "mirrorline_replication_records_lag",
+    "mirrorline_replication_state",
+    "mirrorline_replication_healthy",
+    "mirrorline_last_heartbeat_timestamp_seconds",
+    "mirrorline_last_checkpoint_timestamp_seconds",
+)
 _TOPIC = ["source", "target", "topic"]
 _FLOW = ["source", "target"]
 

@@ -13,7 +13,7 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f)
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk chromium python jvm demo test bench chaos failover-drill lint clean
+.PHONY: help setup jdk chromium python jvm demo test bench chaos failover-drill screenshot lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 25 min here)"
 	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
+	@echo "make screenshot  run the demo and save the web UI's picture as docs/ui.png (4 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
 
 setup: jdk chromium python jvm
@@ -79,6 +80,13 @@ chaos: setup
 DRILL_ARGS ?=
 failover-drill: setup
 	$(BIN)/python benchmarks/failover_drill.py $(DRILL_ARGS)
+
+# The README's picture of the web UI: the demo runs, and Chromium saves docs/ui.png.
+screenshot: setup
+	@mkdir -p .mirrorline
+	$(BIN)/mirrorline demo --duration 240 > .mirrorline/screenshot-demo.log 2>&1 & \
+	  $(BIN)/python scripts/ui_screenshot.py --settle 90 --out docs/ui.png; code=$$?; \
+	  wait; exit $$code
 
 lint: python
 	$(BIN)/ruff check src tests

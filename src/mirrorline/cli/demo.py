@@ -1,16 +1,18 @@
 """`mirrorline demo`: two local clusters replicating both ways, live, until Ctrl-C.
 
 Starts two dev clusters (east, west), writes a configuration enabling east->west
-and west->east, runs `mirrorline driver` on it, produces a steady stream into
-`orders` on east and `payments` on west, and shows each topic and its remote copy
-filling up. Ctrl-C (or `--duration`) stops the traffic, then the driver between
-batches, then the clusters.
+and west->east, runs `mirrorline driver` and `mirrorline service` on it (the web
+UI's address is printed), produces a steady stream into `orders` on east and
+`payments` on west, and shows each topic and its remote copy filling up. Ctrl-C
+(or `--duration`) stops the traffic, then the service, the driver between
+batches, and the clusters.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -56,6 +58,9 @@ def demo(
     duration: float = typer.Option(
         0, "--duration", min=0, help="Stop after this many seconds (0: run until Ctrl-C)."
     ),
+    port: int = typer.Option(
+        6670, "--port", min=1, max=65535, help="The service's port (another if it is taken)."
+    ),
 ) -> None:
     """Replicate live traffic between two local clusters, both ways (Ctrl-C to stop)."""
     dev = DevClusters(directory)
@@ -72,7 +77,9 @@ def demo(
     streams = [_Stream(east, west, "orders"), _Stream(west, east, "payments")]
     stop = threading.Event()
     producers = [threading.Thread(target=_produce, args=(s, rate, stop)) for s in streams]
-    driver = None
+    # A consumer group reads each topic: its checkpoints show in the service and the UI.
+    producers += [threading.Thread(target=_consume, args=(s, stop)) for s in streams]
+    driver = service = None
     try:
         for stream in streams:
             admin = AdminClient({"bootstrap.servers": stream.source.bootstrap_servers})
@@ -80,7 +87,13 @@ def demo(
         config = _write_config(dev, directory)
         out.print(f"clusters: east {east.bootstrap_servers}, west {west.bootstrap_servers}")
         out.print(f"configuration: {config}; driver log: {directory / 'driver.log'}")
-        driver = _start_driver(config, directory)
+        driver = _start("driver", config, directory, "--work-dir", str(directory / "driver"))
+        port = port if _port_free(port) else _free_port()
+        service = _start("service", config, directory, "--port", str(port))
+        out.print(
+            f"web UI: http://127.0.0.1:{port}/  (REST API docs /docs, Prometheus /metrics); "
+            f"service log: {directory / 'service.log'}"
+        )
         for thread in producers:
             thread.start()
         out.print(f"producing {rate} records/s into east/orders and west/payments; Ctrl-C to stop")
@@ -93,8 +106,9 @@ def demo(
         for thread in producers:
             if thread.is_alive():
                 thread.join(10)
-        if driver is not None:
-            _stop_driver(driver)
+        for child in (service, driver):
+            if child is not None:
+                _stop(child)
         dev.down(progress=say)
     out.print("demo stopped")
 
@@ -107,22 +121,24 @@ def _write_config(dev: DevClusters, directory: Path) -> Path:
         "east->west.enabled = true\n"
         "west->east.enabled = true\n"
         "refresh.topics.interval.seconds = 5\n"
+        "refresh.groups.interval.seconds = 10\n"
+        "emit.checkpoints.interval.seconds = 10\n"
     )
     return config
 
 
-def _start_driver(config: Path, directory: Path) -> subprocess.Popen[bytes]:
-    log = open(directory / "driver.log", "wb")  # noqa: SIM115 - handed to the child
-    command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
-    command += ["--work-dir", str(directory / "driver"), "--status-every", "10"]
+def _start(role: str, config: Path, directory: Path, *options: str) -> subprocess.Popen[bytes]:
+    """`mirrorline driver` or `mirrorline service` on `config`, its output in `<role>.log`."""
+    log = open(directory / f"{role}.log", "wb")  # noqa: SIM115 - handed to the child
+    command = [sys.executable, "-m", "mirrorline", role, "--config", str(config), *options]
     try:
         return subprocess.Popen(
-            # If the demo is killed, its driver goes too (its Spark JVM follows it).
+            # If the demo is killed, its children go too (a driver's Spark JVM follows it).
             dying_with_parent(command),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            # Own session: Ctrl-C reaches the demo, which stops the driver in order.
+            # Own session: Ctrl-C reaches the demo, which stops its children in order.
             start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
@@ -130,14 +146,29 @@ def _start_driver(config: Path, directory: Path) -> subprocess.Popen[bytes]:
         log.close()
 
 
-def _stop_driver(driver: subprocess.Popen[bytes]) -> None:
-    if driver.poll() is None:
-        driver.send_signal(signal.SIGTERM)
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
         try:
-            driver.wait(60)
+            child.wait(60)
         except subprocess.TimeoutExpired:
-            driver.kill()
-            driver.wait(10)
+            child.kill()
+            child.wait(10)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _produce(stream: _Stream, rate: int, stop: threading.Event) -> None:
@@ -157,6 +188,22 @@ def _produce(stream: _Stream, rate: int, stop: threading.Event) -> None:
             sent += 1
         producer.poll(0.05)
     producer.flush(10)
+
+
+def _consume(stream: _Stream, stop: threading.Event) -> None:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": stream.source.bootstrap_servers,
+            "group.id": f"{stream.topic}-readers",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([stream.topic])
+    try:
+        while not stop.is_set():
+            consumer.consume(500, timeout=0.5)
+    finally:
+        consumer.close()
 
 
 class _Counter:

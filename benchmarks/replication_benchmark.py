@@ -6,6 +6,8 @@ Contenders (run one after the other, never concurrently, on two local Apache Kaf
 clusters `east` -> `west`, whose brokers are warmed up first):
 
 - mirrorline_alo: `mirrorline driver --config FILE`, at-least-once (the default);
+- mirrorline_alo_quiet: the same with `emit.metrics.enabled = false`, to show
+  what the flow's raw metrics cost the data path;
 - mirrorline_eos: the same with `exactly.once.source.support = enabled`;
 - mirrorline_rt: the same with `data.path.mode = real-time` (Spark's real-time
   mode, Mirrorline's low-latency mode), on `local[<partitions>]`;

@@ -64,6 +64,7 @@ class Contender:
     tuned: bool  # gets the DATA_PATH block
     exactly_once: bool = False
     real_time: bool = False  # Mirrorline's data.path.mode = real-time
+    raw_metrics: bool = True  # Mirrorline's emit.metrics.enabled: off shows what they cost
 
     @property
     def short(self) -> str:
@@ -76,6 +77,14 @@ CONTENDERS = {
     for c in (
         Contender(
             "mirrorline_alo", "Mirrorline, at-least-once", "Mirrorline ALO", "mirrorline", True
+        ),
+        Contender(
+            "mirrorline_alo_quiet",
+            "Mirrorline, at-least-once, raw metrics off",
+            "Mirrorline ALO no metrics",
+            "mirrorline",
+            True,
+            raw_metrics=False,
         ),
         Contender(
             "mirrorline_eos",
@@ -133,6 +142,8 @@ def config_text(
         lines.append("exactly.once.source.support = enabled")
     if contender.real_time:
         lines.append("data.path.mode = real-time")
+    if not contender.raw_metrics:
+        lines.append("emit.metrics.enabled = false")
     if contender.kind == "mm2":
         lines += [
             "# Connect runtime of MM2's dedicated mode: fresh internal topics and worker",

@@ -14,18 +14,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from mirrorline.service.server import Service
+from support.browser import chromium
 from support.driving import running_driver
 from support.kafka_io import Record, create_topic, produce, unique_name
 from support.service import get, get_ok, own_aliases, running_service, write_aliased_config
 from support.wait import wait_until
 
-CHROMIUM = Path("/usr/bin/chromium")
 RECORDS = 3_000
 PARTITIONS = 3
 WINDOW = "1h"  # every record stays in it, so rates and latencies hold still
@@ -34,13 +33,8 @@ UI_TIMEOUT_MS = 20_000  # the page refreshes every 5 s
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert CHROMIUM.exists(), (
-        f"{CHROMIUM} is missing: run `make chromium` (or apt-get install chromium)"
-    )
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def _value(page: Page, selector: str) -> float | None:

@@ -1,6 +1,6 @@
 """The target broker stops for a minute mid-stream: the status says so (the driver's, the
-service's REST API and `mirrorline status`), replication resumes by itself soon after the
-broker's return, and every source record reaches the target."""
+service's REST API, `mirrorline status` and the web UI), replication resumes by itself soon
+after the broker's return, and every source record reaches the target."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from playwright.sync_api import expect
 
 from mirrorline.devcluster import DevClusters
+from support.browser import chromium
 from support.driving import running_driver, write_config
 from support.kafka_io import consume, create_topic, end_offsets, unique_name
 from support.service import get_ok, running_service
@@ -160,6 +162,7 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
     producer.start()
     try:
         with (
+            chromium() as browser,
             running_driver(config, spark, tmp_path / "work") as driver,
             running_service(config) as service,
         ):
@@ -169,6 +172,10 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
                 timeout=60,
                 what="the service to report the flow running",
             )
+            page = browser.new_page()
+            page.goto(f"{service.url}/")
+            ui_state = page.locator('[data-testid="flow-row"][data-flow="east->west"]')
+            expect(ui_state).to_have_attribute("data-state", "running", timeout=30_000)
             wait_until(
                 lambda: _replicated(driver) >= 5 * RATE,
                 timeout=180,
@@ -201,6 +208,12 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
             print(f"service shows the outage after {time.monotonic() - stopped_at:.1f}s: {served}")
             state, code = _status_command(config)
             assert (state, code) == ("degraded", 1), (state, code)
+            expect(ui_state).to_have_attribute(
+                "data-state",
+                "degraded",
+                timeout=max(1_000, int((30 - (time.monotonic() - stopped_at)) * 1000)),
+            )
+            print(f"the web UI shows it after {time.monotonic() - stopped_at:.1f}s")
             assert_stays(
                 shows_outage,
                 seconds=OUTAGE_S - (time.monotonic() - stopped_at),
@@ -255,6 +268,7 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
                 what="the service to report the flow running again",
             )
             assert _status_command(config) == ("running", 0)
+            expect(ui_state).to_have_attribute("data-state", "running", timeout=15_000)
             assert get_ok(flow_url)["last_heartbeat_ms"] > time.time() * 1000 - 30_000
     finally:
         producer.finish()  # a second call is harmless; on failure, never leave it running

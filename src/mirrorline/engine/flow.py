@@ -284,8 +284,9 @@ class FlowRunner:
         settings = self.context.settings
         self.progress.ensure_topic()
         self.progress.fence()  # before reading: no older driver moves it after
-        if self.syncs is not None:
-            self.syncs.ensure_topic()
+        for part in (self.syncs, self.metrics):
+            if part is not None:
+                part.ensure_topic()
         if settings.dead_letter_topic:
             ensure_topic(
                 self.context.target.admin,

@@ -104,6 +104,7 @@ class MetricsReporter:
         self._lock = threading.Lock()
         self._waiting: list[Sample] = []  # handed over, not yet given to the producer
         self._producer: Producer | None = None
+        self._topic_ready = threading.Event()
         self._dropped = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -117,6 +118,12 @@ class MetricsReporter:
                 target=self._run, name=f"metrics {self._context.name}", daemon=True
             )
             self._thread.start()
+
+    def ensure_topic(self) -> None:
+        """Create the metrics topic unless it exists: the flow does it when it starts, with
+        its other topics (a driver standing by leaves it to the reporter's thread)."""
+        self._topic.ensure(timeout=_TIMEOUT_S)
+        self._topic_ready.set()
 
     def batch_committed(self, batch_id: int, results: Sequence[PartitionResult]) -> None:
         """A batch's bookkeeping is written: sample what it replicated, per partition."""
@@ -249,11 +256,12 @@ class MetricsReporter:
     def _open(self) -> Producer | None:
         """The producer, once the topic exists (created here; retried every round)."""
         if self._producer is None:
-            try:
-                self._topic.ensure(timeout=_TIMEOUT_S)
-            except Exception as exc:  # noqa: BLE001 - retried; samples wait meanwhile
-                log.debug("flow %s: raw metrics topic not ready: %s", self._context.name, exc)
-                return None
+            if not self._topic_ready.is_set():
+                try:
+                    self.ensure_topic()
+                except Exception as exc:  # noqa: BLE001 - retried; samples wait meanwhile
+                    log.debug("flow %s: raw metrics topic not ready: %s", self._context.name, exc)
+                    return None
             self._producer = Producer(self._producer_settings)
         return self._producer
 

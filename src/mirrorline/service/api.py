@@ -69,6 +69,13 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
     registry.register(MetricsCollector(monitor))
     default_window = _window_default(monitor)
 
+    def elsewhere(target: str, request: Request) -> JSONResponse | None:
+        """The remote service's answer when it, and no collector here, reports `target`."""
+        if target in monitor.collectors or not remote.serves(target):
+            return None
+        status, body = remote.forward(target, request.url.path, dict(request.query_params))
+        return JSONResponse(body, status_code=status)
+
     @app.exception_handler(NotFound)
     async def not_found(_request: Request, exc: NotFound) -> JSONResponse:
         return _error(404, str(exc), exc.known)
@@ -101,9 +108,9 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         "/v2/replications/{source}/{target}", response_model=ReplicationDoc, tags=["replications"]
     )
     def one_replication(source: Alias, target: Alias, request: Request) -> Any:
-        if target not in monitor.collectors and remote.serves(target):
-            return _forwarded(remote, target, request)
-        return ReplicationDoc.of(monitor.replication(source, target), remote.own.id)
+        return elsewhere(target, request) or ReplicationDoc.of(
+            monitor.replication(source, target), remote.own.id
+        )
 
     @app.get(
         "/v2/cluster-metrics/{source}/{target}/{metric}",
@@ -114,9 +121,7 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         source: Alias, target: Alias, metric: Metric, request: Request, window: Window = ""
     ) -> Any:
         """A metric of a replication, over all of its topics."""
-        if target not in monitor.collectors and remote.serves(target):
-            return _forwarded(remote, target, request)
-        return MetricDoc.of(
+        return elsewhere(target, request) or MetricDoc.of(
             monitor.cluster_metric(source, target, metric, window or default_window)
         )
 
@@ -134,9 +139,7 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         window: Window = "",
     ) -> Any:
         """A metric of one source topic of a replication."""
-        if target not in monitor.collectors and remote.serves(target):
-            return _forwarded(remote, target, request)
-        return MetricDoc.of(
+        return elsewhere(target, request) or MetricDoc.of(
             monitor.topic_metric(source, target, upstreamTopic, metric, window or default_window)
         )
 
@@ -153,18 +156,16 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         window: Window = "",
     ) -> Any:
         """A metric of a replicated topic by its name on the target (every flow writing it)."""
-        if target not in monitor.collectors and remote.serves(target):
-            return _forwarded(remote, target, request)
-        return MetricDoc.of(
+        return elsewhere(target, request) or MetricDoc.of(
             monitor.downstream_metric(target, downstreamTopic, metric, window or default_window)
         )
 
     @app.get("/v2/groups/{source}/{target}", response_model=GroupsDoc, tags=["groups"])
     def groups(source: Alias, target: Alias, request: Request) -> Any:
         """The replication's checkpointed groups: translated offsets and checkpoint age."""
-        if target not in monitor.collectors and remote.serves(target):
-            return _forwarded(remote, target, request)
-        return GroupsDoc.of(source, target, monitor.groups(source, target), _now_ms())
+        return elsewhere(target, request) or GroupsDoc.of(
+            source, target, monitor.groups(source, target), _now_ms()
+        )
 
     @app.get("/v2/windows", response_model=WindowsDoc, tags=["metrics"])
     def windows() -> WindowsDoc:
@@ -205,14 +206,7 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
     return app
 
 
-def _forwarded(remote: RemoteServices, target: str, request: Request) -> JSONResponse:
-    status, body = remote.forward(target, request.url.path, dict(request.query_params))
-    return JSONResponse(body, status_code=status)
-
-
 def _window_default(monitor: Monitor) -> str:
-    from mirrorline.config.service_settings import window_text
-
     windows = monitor.settings.windows
     preferred = 300 if 300 in windows else windows[0]
     return window_text(preferred)

@@ -123,7 +123,7 @@ class ServiceSettings:
     port: int
     windows: tuple[int, ...]  # seconds, shortest first
     advertised_protocol: str
-    advertised_host: str
+    advertised_host: str  # as set; empty: see `advertised`
     base_path: str
     remote_clusters: tuple[str, ...]
 
@@ -136,20 +136,23 @@ class ServiceSettings:
         clusters = tuple(values["service.clusters"]) or tuple(
             dict.fromkeys(f.target for f in config.enabled_flows())
         )
-        host = values["service.host"]
-        advertised = values["service.advertised.host"] or (
-            socket.getfqdn() if host in ("0.0.0.0", "::", "") else host
-        )
         return cls(
             clusters=clusters,
-            host=host,
+            host=values["service.host"],
             port=values["service.port"],
             windows=values["service.windows"],
             advertised_protocol=values["service.advertised.protocol"],
-            advertised_host=advertised,
+            advertised_host=values["service.advertised.host"],
             base_path=values["service.base.path"],
             remote_clusters=tuple(values["service.remote.clusters"]),
         )
+
+    def advertised(self, host: str) -> str:
+        """The host other services reach the service at, when it listens on `host`:
+        `service.advertised.host`, else `host`, or this machine's name for a wildcard."""
+        if self.advertised_host:
+            return self.advertised_host
+        return socket.getfqdn() if host in ("0.0.0.0", "::", "") else host
 
     @property
     def history_s(self) -> int:

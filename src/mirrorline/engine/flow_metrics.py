@@ -14,8 +14,8 @@ control loops ever wait for it. Its producer retries for as long as it takes
 (`message.timeout.ms = 0`, idempotent, so neither lost nor duplicated nor out of
 order): samples taken while the target does not answer are written when it
 answers again, and the service then shows the outage in the history too. What
-waits is bounded (`BUFFER_KBYTES`); beyond it the newest samples are dropped and
-counted, never the flow's work.
+waits is bounded (`BUFFER_KBYTES`, `WAITING_MAX`); beyond it samples are dropped
+and counted, never the flow's work.
 
 A driver that stops writes a last status, `stopped`, and waits a few seconds
 for it to be acknowledged.
@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from confluent_kafka import KafkaError, Producer
@@ -52,8 +53,10 @@ from mirrorline.raw_metrics import (
 
 log = logging.getLogger(__name__)
 
-# What may wait for a target that does not answer, at most (librdkafka's queue).
+# What may wait for a target that does not answer, at most (librdkafka's queue),
+# and samples waiting for the topic to exist.
 BUFFER_KBYTES = 16 * 1024
+WAITING_MAX = 10_000
 _TIMEOUT_S = 10.0
 _CLOSE_S = 5.0
 
@@ -102,7 +105,8 @@ class MetricsReporter:
             "log_level": 0,  # the flow's status says when its target does not answer
         }
         self._lock = threading.Lock()
-        self._waiting: list[Sample] = []  # handed over, not yet given to the producer
+        # Handed over, not yet given to the producer (the topic may not exist yet).
+        self._waiting: deque[Sample] = deque()
         self._producer: Producer | None = None
         self._topic_ready = threading.Event()
         self._dropped = 0
@@ -206,6 +210,9 @@ class MetricsReporter:
 
     def _hand_over(self, sample: Sample) -> None:
         with self._lock:
+            if len(self._waiting) >= WAITING_MAX:
+                self._waiting.popleft()
+                self._drop()
             self._waiting.append(sample)
 
     # -- the thread --------------------------------------------------------------------
@@ -237,7 +244,7 @@ class MetricsReporter:
         if producer is None:
             return
         with self._lock:
-            waiting, self._waiting = self._waiting, []
+            waiting, self._waiting = self._waiting, deque()
         for sample in waiting:
             for key, value in encode(sample):
                 try:
@@ -273,10 +280,9 @@ class MetricsReporter:
         self._dropped += 1
         if self._dropped == 1 or self._dropped % 1000 == 0:
             log.warning(
-                "flow %s: %d raw metrics samples dropped: more than %d KiB wait for %s",
+                "flow %s: %d raw metrics samples dropped: too many wait for %s",
                 self._context.name,
                 self._dropped,
-                BUFFER_KBYTES,
                 self._flow.target,
             )
 

@@ -33,7 +33,7 @@ class Service:
         self.host = host or settings.host
         self.port = settings.port if port is None else port
         self.monitor = Monitor(config, settings)
-        advertised = settings.advertised_host if host is None else _advertised(host, settings)
+        advertised = settings.advertised(self.host)
         own = ServiceAd(
             id=f"mirrorline-service@{advertised}:{self.port}{settings.base_path}",
             protocol=settings.advertised_protocol,
@@ -95,14 +95,6 @@ class Service:
             log_level="warning",
             access_log=False,
         )
-
-
-def _advertised(host: str, settings: ServiceSettings) -> str:
-    if settings.advertised_host and settings.advertised_host != settings.host:
-        return settings.advertised_host  # set explicitly: it wins over --host
-    import socket
-
-    return socket.getfqdn() if host in ("0.0.0.0", "::", "") else host
 
 
 def _clients(config: MirrorConfig, alias: str) -> ClusterClients:

@@ -85,7 +85,7 @@ def test_config_check_json_is_stable_and_redacted(runner: CliRunner) -> None:
     assert PASSWORD not in output
     document = json.loads(output)
     assert document["ok"] is True
-    assert list(document) == ["ok", "file", "clusters", "flows", "warnings"]
+    assert list(document) == ["ok", "file", "clusters", "flows", "service", "warnings"]
     flows = {f["name"]: f for f in document["flows"]}
     analytics = flows["us-west->eu-central"]
     assert analytics["enabled"] is True

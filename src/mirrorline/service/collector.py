@@ -58,10 +58,16 @@ _TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class Sources:
-    """The topics of one target cluster to read, and what each one is."""
+    """The topics of one target cluster to read, what each one is, and whose flows count."""
 
     heartbeats: frozenset[str]
     checkpoints: Mapping[str, str]  # checkpoints topic -> the flow it belongs to
+    # The configuration's cluster aliases: flows from other clusters (as another file
+    # names them) are not this deployment's, and are left out.
+    aliases: frozenset[str] = frozenset()
+
+    def counts(self, source: str) -> bool:
+        return source in self.aliases
 
     def topics(self) -> list[str]:
         return [METRICS_TOPIC, METADATA_TOPIC, *sorted(self.heartbeats), *sorted(self.checkpoints)]
@@ -205,12 +211,18 @@ class TargetCollector:
         topic = msg.topic() or ""
         if topic == METRICS_TOPIC:
             sample = decode(msg.value())
-            if sample is not None and _now_ms() - sample.origin.time_ms <= self._history_ms:
+            if (
+                sample is not None
+                and self._ours(sample.origin.source, sample.origin.target)
+                and _now_ms() - sample.origin.time_ms <= self._history_ms
+            ):
                 self.view.add_sample(sample)
         elif topic == METADATA_TOPIC:
             entry = decode_metadata(msg.key(), msg.value())
             if entry is not None:
-                self.view.set_published(*entry)
+                source, _, target = entry[0].partition("->")
+                if self._ours(source, target):
+                    self.view.set_published(*entry)
         elif topic in self._sources.heartbeats:
             self._heartbeat(msg)
         elif topic in self._sources.checkpoints:
@@ -221,7 +233,12 @@ class TargetCollector:
             beat = Heartbeat.decode(msg.key(), msg.value())
         except FormatError:
             return
-        self.view.add_heartbeat(f"{beat.source_alias}->{beat.target_alias}", beat.timestamp)
+        if self._ours(beat.source_alias, beat.target_alias):
+            self.view.add_heartbeat(f"{beat.source_alias}->{beat.target_alias}", beat.timestamp)
+
+    def _ours(self, source: str, target: str) -> bool:
+        """A flow of this configuration's clusters into this one."""
+        return target == self.alias and self._sources.counts(source)
 
     def _checkpoint(self, flow: str, msg: Message) -> None:
         try:
@@ -243,12 +260,14 @@ class TargetCollector:
             self._stop.wait(PROBE_S)
 
 
-def sources_for(flows: Iterable[Any]) -> Sources:
-    """What to read on a target cluster, from the flows (`FlowConfig`) into it."""
+def sources_for(flows: Iterable[Any], aliases: Iterable[str]) -> Sources:
+    """What to read on a target cluster, from the flows (`FlowConfig`) into it and the
+    configuration's aliases."""
     flows = list(flows)
     return Sources(
         heartbeats=frozenset(f.heartbeats_topic for f in flows),
         checkpoints={f.checkpoints_topic: f.name for f in flows},
+        aliases=frozenset(aliases),
     )
 
 

@@ -6,8 +6,11 @@ answers from what they have read. The REST API, Prometheus and `mirrorline
 status` all ask it, so they give the same numbers.
 
 The replications it knows into a cluster are the configuration's enabled
-flows into it and every flow that wrote raw metrics there (a driver may run
-another file). Unknown names raise `NotFound`, which lists what exists.
+flows into it and every flow between the configuration's clusters that wrote
+raw metrics there (a driver may run another file of the same deployment).
+Aliases are the deployment's names for its clusters: flows written under
+other aliases are not reported. Unknown names raise `NotFound`, which lists
+what exists.
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ class Monitor:
                 alias,
                 admin_settings=cluster.client_settings("admin"),
                 consumer_settings=cluster.client_settings("consumer"),
-                sources=sources_for(f for f in config.flows if f.target == alias),
+                sources=sources_for(
+                    (f for f in config.flows if f.target == alias), config.clusters
+                ),
                 history_s=settings.history_s,
             )
 

@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
-	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 25 min here)"
+	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 30 min here)"
 	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make screenshot  run the demo and save the web UI's picture as docs/ui.png (4 min)"

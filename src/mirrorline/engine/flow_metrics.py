@@ -131,7 +131,7 @@ class MetricsReporter:
 
     def batch_committed(self, batch_id: int, results: Sequence[PartitionResult]) -> None:
         """A batch's bookkeeping is written: sample what it replicated, per partition."""
-        partitions = self.partition_batches(results)
+        partitions = self._partition_batches(results)
         if partitions:
             self._hand_over(BatchSample(self._origin(), batch_id, partitions))
 
@@ -147,7 +147,7 @@ class MetricsReporter:
 
     # -- samples -----------------------------------------------------------------------
 
-    def partition_batches(self, results: Iterable[PartitionResult]) -> tuple[PartitionBatch, ...]:
+    def _partition_batches(self, results: Iterable[PartitionResult]) -> tuple[PartitionBatch, ...]:
         """One entry per source partition (several tasks may have written one)."""
         merged: dict[SourcePartition, PartitionBatch] = {}
         for r in results:

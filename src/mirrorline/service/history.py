@@ -123,13 +123,6 @@ class FlowHistory:
             if t < before_ms:
                 del self.lags[t]
 
-    def topics(self) -> list[str]:
-        """Source topics the flow replicates now (its leader's latest status), or has
-        replicated recently."""
-        current = self.current_status()
-        named = set(current.topics) if current is not None else set()
-        return sorted(named | set(self.seconds) | set(self.checkpoints))
-
     def current_status(self) -> StatusSample | None:
         """The status that speaks for the flow: the newest of a driver that replicates it
         (neither standing by nor stopped), else the newest of any driver."""

@@ -135,6 +135,7 @@ class RemoteServices:
             self._thread.join(15)
         for topic in self._topics:
             topic.close()
+            topic.clients.close()  # handed to this object alone (`Service`)
 
     def own_doc(self) -> ServiceDoc:
         return ServiceDoc(

@@ -35,8 +35,7 @@ from mirrorline.engine.batch_writer import PartitionResult
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import SourcePartition
 from mirrorline.engine.status import FlowStatus
-from mirrorline.internal_topic import InternalTopic
-from mirrorline.kafka import partition_offsets
+from mirrorline.kafka import ensure_topic, partition_offsets
 from mirrorline.raw_metrics import (
     METRICS_TOPIC,
     METRICS_TOPIC_CONFIG,
@@ -82,13 +81,6 @@ class MetricsReporter:
         self._status = status
         self._positions = positions
         self.topic = topic
-        self._topic = InternalTopic(
-            topic,
-            context.target,
-            what=f"flow {context.name}: raw metrics",
-            config=METRICS_TOPIC_CONFIG,
-            replication_factor=context.settings.replication_factor,
-        )
         producer = {
             k: v
             for k, v in context.target.producer_settings.items()
@@ -126,7 +118,13 @@ class MetricsReporter:
     def ensure_topic(self) -> None:
         """Create the metrics topic unless it exists: the flow does it when it starts, with
         its other topics (a driver standing by leaves it to the reporter's thread)."""
-        self._topic.ensure(timeout=_TIMEOUT_S)
+        ensure_topic(
+            self._context.target.admin,
+            self.topic,
+            replication_factor=self._context.settings.replication_factor,
+            config=METRICS_TOPIC_CONFIG,
+            timeout=_TIMEOUT_S,
+        )
         self._topic_ready.set()
 
     def batch_committed(self, batch_id: int, results: Sequence[PartitionResult]) -> None:
@@ -237,7 +235,6 @@ class MetricsReporter:
                     left,
                     self._flow.target,
                 )
-        self._topic.close()
 
     def _send_waiting(self) -> None:
         producer = self._open()

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from mirrorline.config.service_settings import window_text
 from mirrorline.service.history import FlowHistory, Latency, Second
 
 POINTS = 60
@@ -54,6 +55,10 @@ class MetricAnswer:
     avg: float | None
     sum: float
     points: tuple[Point, ...]
+
+    @property
+    def window(self) -> str:
+        return window_text(self.window_seconds)
 
 
 @dataclass(frozen=True)

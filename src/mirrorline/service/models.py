@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from mirrorline.config.service_settings import window_text
 from mirrorline.service.aggregate import MetricAnswer
 from mirrorline.service.monitor import GroupCheckpoint
 from mirrorline.service.replications import Replication
@@ -46,22 +45,7 @@ class ReplicationDoc(BaseModel):
 
     @classmethod
     def of(cls, r: Replication, served_by: str) -> ReplicationDoc:
-        return cls(
-            source=r.source,
-            target=r.target,
-            state=r.state,
-            health=r.health,
-            reason=r.reason,
-            active_driver=r.active_driver,
-            reported_by=r.reported_by,
-            status_time_ms=r.status_time_ms,
-            last_heartbeat_ms=r.last_heartbeat_ms,
-            last_checkpoint_ms=r.last_checkpoint_ms,
-            exactly_once=r.exactly_once,
-            topics=r.topics,
-            problems=list(r.problems),
-            served_by=served_by,
-        )
+        return cls.model_validate({**vars(r), "served_by": served_by})
 
 
 class ServiceDoc(BaseModel):
@@ -98,17 +82,7 @@ class MetricDoc(BaseModel):
 
     @classmethod
     def of(cls, a: MetricAnswer) -> MetricDoc:
-        return cls(
-            metric=a.metric,
-            window=window_text(a.window_seconds),
-            window_seconds=a.window_seconds,
-            step_seconds=a.step_seconds,
-            min=a.min,
-            max=a.max,
-            avg=a.avg,
-            sum=a.sum,
-            points=[PointDoc(time_ms=p.time_ms, value=p.value) for p in a.points],
-        )
+        return cls.model_validate(a, from_attributes=True)
 
 
 class PartitionCheckpointDoc(BaseModel):

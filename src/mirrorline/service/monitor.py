@@ -96,11 +96,7 @@ class Monitor:
         return sorted(found, key=lambda r: (r.source, r.target))
 
     def replication(self, source: str, target: str) -> Replication:
-        view = self._view(target)
-        flows = self._flows_into(target, view)
-        flow = f"{source}->{target}"
-        if flow not in flows:
-            raise NotFound("replication", flow, sorted(flows))
+        flow, view = self._flow(source, target)
         now = _now_ms()
         return view.read(lambda v: replication(v, flow, source, now))
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import ExtendedKeyUsageOid, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = ["CertificateAuthority", "KeyPair", "write_private"]
 
@@ -122,7 +122,7 @@ class CertificateAuthority:
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOid.SERVER_AUTH, ExtendedKeyUsageOid.CLIENT_AUTH]
+                    [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
                 ),
                 critical=False,
             )

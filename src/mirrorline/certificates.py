@@ -93,14 +93,25 @@ class CertificateAuthority:
         )
         return cls(key, certificate)
 
+    @classmethod
+    def load(cls, cert_pem: bytes, key_pem: bytes) -> CertificateAuthority:
+        """The authority saved earlier as `cert_pem` and `key_pem`."""
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError("the CA key is not an RSA key")
+        return cls(key, x509.load_pem_x509_certificate(cert_pem))
+
     @property
     def cert_pem(self) -> bytes:
         """The CA certificate: what clients trust."""
         return self._certificate.public_bytes(serialization.Encoding.PEM)
 
-    def issue(
-        self, common_name: str, hosts: Sequence[str] = ("localhost", "127.0.0.1")
-    ) -> KeyPair:
+    @property
+    def key_pem(self) -> bytes:
+        """The CA's private key (PKCS#8, unencrypted): store it with `write_private`."""
+        return _key_pem(self._key)
+
+    def issue(self, common_name: str, hosts: Sequence[str] = ("localhost", "127.0.0.1")) -> KeyPair:
         """A server (and client) certificate for `hosts`, signed by this CA."""
         key = rsa.generate_private_key(public_exponent=65537, key_size=_KEY_SIZE)
         now = _now()
@@ -128,12 +139,7 @@ class CertificateAuthority:
             )
             .sign(self._key, hashes.SHA256())
         )
-        key_pem = key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        return KeyPair(certificate.public_bytes(serialization.Encoding.PEM), key_pem)
+        return KeyPair(certificate.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
 
 def write_private(path: Path, data: bytes | str) -> None:
@@ -147,5 +153,11 @@ def write_private(path: Path, data: bytes | str) -> None:
         handle.write(raw)
 
 
+def _key_pem(key: rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)

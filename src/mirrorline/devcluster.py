@@ -35,6 +35,8 @@ from importlib import resources
 from pathlib import Path
 
 from mirrorline import jvm
+from mirrorline.certificates import write_private
+from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
 from mirrorline.process import dying_with_parent
 
 BROKER_MAIN = "kafka.Kafka"
@@ -59,6 +61,7 @@ class DevCluster:
     cluster_id: str
     directory: str
     pid: int
+    security: str = "plaintext"
 
     @property
     def port(self) -> int:
@@ -102,6 +105,18 @@ class DevClusters:
     def properties_file(self) -> Path:
         return self.directory / PROPERTIES_FILE
 
+    @property
+    def security(self) -> DevSecurity:
+        return DevSecurity.of(self.directory)
+
+    def client_config(self, cluster: DevCluster | str, user: str = ADMIN_USER) -> dict[str, str]:
+        """A librdkafka configuration that connects to `cluster` (as `user` if it is secured)."""
+        if isinstance(cluster, str):
+            cluster = self.get(cluster)
+        if cluster.security == "plaintext":
+            return {"bootstrap.servers": cluster.bootstrap_servers}
+        return self.security.client_config(cluster.bootstrap_servers, user)
+
     def health(self) -> list[ClusterHealth]:
         return [ClusterHealth(c, _is_our_broker(c), _port_accepts(c.port)) for c in self.clusters()]
 
@@ -114,10 +129,18 @@ class DevClusters:
         die_with_parent: bool = False,
         timeout: float = 120.0,
         progress: Progress | None = None,
+        security: str = "plaintext",
     ) -> list[DevCluster]:
-        """Start one cluster per alias (added to those already running here)."""
+        """Start one cluster per alias (added to those already running here).
+
+        `security` is `plaintext` or `sasl_ssl` (see `devsecurity`).
+        """
         say = progress or (lambda _msg: None)
         wanted = _checked_aliases(aliases)
+        if security not in SECURITY_MODES:
+            raise DevClusterError(
+                f"unknown security {security!r}: choose {' or '.join(SECURITY_MODES)}"
+            )
         running = {c.alias for c in self.clusters()}
         clash = sorted(running.intersection(wanted))
         if clash:
@@ -133,12 +156,18 @@ class DevClusters:
         try:
             with ExitStack() as ports_held:
                 ports = [_reserve_port(ports_held) for _ in range(2 * len(wanted))]
+            if security != "plaintext":
+                say("making the certificate authority, broker certificates and users")
+                self.security.ensure()
             layouts = [
-                self._lay_out(alias, ports[2 * i], ports[2 * i + 1])
+                self._lay_out(alias, ports[2 * i], ports[2 * i + 1], security)
                 for i, alias in enumerate(wanted)
             ]
             say(f"formatting storage for {', '.join(wanted)}")
-            _run_all([_format_command(java, classpath, lay) for lay in layouts], timeout)
+            _run_all(
+                [_format_command(java, classpath, lay, self.security) for lay in layouts],
+                timeout,
+            )
             for lay in layouts:
                 say(f"starting {lay.alias} on {lay.bootstrap_servers}")
                 popen = _launch(java, classpath, lay, die_with_parent)
@@ -157,7 +186,7 @@ class DevClusters:
         self._write_properties()
         return started
 
-    def _lay_out(self, alias: str, port: int, controller_port: int) -> _Layout:
+    def _lay_out(self, alias: str, port: int, controller_port: int, security: str) -> _Layout:
         home = self.directory / alias
         if home.exists():
             shutil.rmtree(home)  # a stopped cluster's leftovers: start clean
@@ -168,8 +197,17 @@ class DevClusters:
             controller_port=controller_port,
             cluster_id=_new_cluster_id(),
             directory=str(home),
+            security=security,
         )
-        (home / "server.properties").write_text(_server_properties(layout))
+        settings = _server_properties(layout)
+        if security != "plaintext":
+            settings.update(
+                self.security.server_properties(alias, layout.bootstrap_servers, controller_port)
+            )
+        # Owner-only: a secured broker's file holds the admin user's login.
+        write_private(
+            home / "server.properties", "".join(f"{k}={v}\n" for k, v in settings.items())
+        )
         (home / LAYOUT_FILE).write_text(json.dumps(asdict(layout), indent=2))
         return layout
 
@@ -197,7 +235,7 @@ class DevClusters:
                 )
             # Ask Kafka only once the port is open: librdkafka logs every refused connect.
             if admin is None and _port_accepts(cluster.port):
-                admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+                admin = AdminClient(dict(self.client_config(cluster)))
             if admin is not None:
                 try:
                     metadata = admin.list_topics(timeout=2)
@@ -286,7 +324,10 @@ class DevClusters:
             "# Local Mirrorline dev clusters (MirrorMaker 2 properties format).",
             f"clusters = {', '.join(c.alias for c in clusters)}",
         ]
-        lines += [f"{c.alias}.bootstrap.servers = {c.bootstrap_servers}" for c in clusters]
+        for cluster in clusters:
+            lines.append(f"{cluster.alias}.bootstrap.servers = {cluster.bootstrap_servers}")
+            if cluster.security != "plaintext":
+                lines += self.security.mm2_properties(cluster.alias)
         lines += [
             "# Single-node clusters: every topic Mirrorline creates has one replica.",
             "replication.factor = 1",
@@ -306,6 +347,7 @@ class _Layout:
     controller_port: int
     cluster_id: str
     directory: str
+    security: str = "plaintext"
 
     @property
     def port(self) -> int:
@@ -329,7 +371,7 @@ def _checked_aliases(aliases: Iterable[str]) -> list[str]:
     return wanted
 
 
-def _server_properties(layout: _Layout) -> str:
+def _server_properties(layout: _Layout) -> dict[str, str]:
     home = Path(layout.directory)
     settings = {
         "process.roles": "broker,controller",
@@ -363,7 +405,7 @@ def _server_properties(layout: _Layout) -> str:
         "log.segment.delete.delay.ms": "1000",
         "file.delete.delay.ms": "1000",
     }
-    return "".join(f"{k}={v}\n" for k, v in settings.items())
+    return settings
 
 
 def _new_cluster_id() -> str:
@@ -401,30 +443,34 @@ def _java_command(java: str, classpath: str, layout: _Layout, main: str) -> list
     ]
 
 
-def _format_command(java: str, classpath: str, layout: _Layout) -> list[str]:
+def _format_command(java: str, classpath: str, layout: _Layout, security: DevSecurity) -> list[str]:
     config = str(Path(layout.directory) / "server.properties")
-    return _java_command(java, classpath, layout, STORAGE_TOOL_MAIN) + [
+    command = _java_command(java, classpath, layout, STORAGE_TOOL_MAIN) + [
         "format",
         "--cluster-id",
         layout.cluster_id,
         "--config",
         config,
     ]
+    if layout.security != "plaintext":
+        command += security.format_arguments()
+    return command
 
 
 def _run_all(commands: list[list[str]], timeout: float) -> None:
+    """Run the commands at once; their arguments may hold passwords and are never shown."""
     procs = [
         subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for cmd in commands
     ]
     failures = []
-    for cmd, proc in zip(commands, procs, strict=True):
+    for proc in procs:
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
         if proc.returncode != 0:
-            failures.append(f"{' '.join(cmd[-5:])}: {out.decode(errors='replace').strip()}")
+            failures.append(out.decode(errors="replace").strip())
     if failures:
         raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
 

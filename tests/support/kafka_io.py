@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -14,6 +15,17 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ensure_topic
+
+#: Where a helper connects: bootstrap servers (plaintext clusters) or a whole
+#: librdkafka configuration (secured clusters: `DevClusters.client_config`).
+Endpoint = str | Mapping[str, str]
+
+
+def conf(endpoint: Endpoint) -> dict[str, Any]:
+    """The librdkafka settings that reach `endpoint`."""
+    if isinstance(endpoint, str):
+        return {"bootstrap.servers": endpoint}
+    return dict(endpoint)
 
 
 @dataclass(frozen=True)
@@ -70,12 +82,12 @@ def unique_name(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+def admin(bootstrap: Endpoint) -> AdminClient:
+    return AdminClient(conf(bootstrap))
 
 
 def create_topic(
-    bootstrap: str,
+    bootstrap: Endpoint,
     name: str,
     partitions: int = 1,
     config: Mapping[str, str] | None = None,
@@ -93,11 +105,11 @@ def create_topic(
     assert created, f"topic {name} already exists on {bootstrap}"
 
 
-def topic_names(bootstrap: str) -> set[str]:
+def topic_names(bootstrap: Endpoint) -> set[str]:
     return set(admin(bootstrap).list_topics(timeout=10).topics)
 
 
-def delete_topics(bootstrap: str, names: Iterable[str], timeout: float = 30) -> None:
+def delete_topics(bootstrap: Endpoint, names: Iterable[str], timeout: float = 30) -> None:
     """Delete those of `names` that exist and wait until the cluster no longer lists them.
 
     For tests that must leave a shared cluster as they found it (a heartbeats
@@ -117,13 +129,13 @@ def delete_topics(bootstrap: str, names: Iterable[str], timeout: float = 30) -> 
 
 
 def produce(
-    bootstrap: str,
+    bootstrap: Endpoint,
     topic: str,
     records: Iterable[Record],
     extra: Mapping[str, object] | None = None,
 ) -> list[Record]:
     """Produce and wait for every delivery; returns the records with partition and offset."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **(extra or {})})
+    producer = Producer({**conf(bootstrap), "linger.ms": 5, **(extra or {})})
     delivered: list[Record] = []
     errors: list[str] = []
 
@@ -165,7 +177,7 @@ def produce(
 
 
 def consume(
-    bootstrap: str,
+    bootstrap: Endpoint,
     topic: str,
     *,
     expected: int,
@@ -180,7 +192,7 @@ def consume(
     """
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **conf(bootstrap),
             "group.id": unique_name("reader"),
             "enable.auto.commit": False,
             "isolation.level": isolation_level,
@@ -212,14 +224,14 @@ def consume(
         consumer.close()
 
 
-def end_offsets(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, int]:
+def end_offsets(bootstrap: Endpoint, topic: str, timeout: float = 15) -> dict[int, int]:
     """Each partition's end offset, retrying Kafka errors until `timeout`.
 
     Right after a topic is created its partitions may briefly have no leader;
     librdkafka does not flag that as retriable for watermark queries.
     """
     deadline = time.monotonic() + timeout
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("offsets")})
+    consumer = Consumer({**conf(bootstrap), "group.id": unique_name("offsets")})
     try:
         while True:
             try:
@@ -236,9 +248,9 @@ def end_offsets(bootstrap: str, topic: str, timeout: float = 15) -> dict[int, in
         consumer.close()
 
 
-def read_offset_syncs(bootstrap: str, topic: str, timeout: float = 60) -> list[OffsetSync]:
+def read_offset_syncs(bootstrap: Endpoint, topic: str, timeout: float = 60) -> list[OffsetSync]:
     """Every offset sync in `topic` (one partition, MM2's format), in the order written."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("syncs")})
+    consumer = Consumer({**conf(bootstrap), "group.id": unique_name("syncs")})
     try:
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -257,13 +269,13 @@ def read_offset_syncs(bootstrap: str, topic: str, timeout: float = 60) -> list[O
 
 
 def commit_offsets(
-    bootstrap: str, group: str, topic: str, offsets: Mapping[int, int], timeout: float = 30
+    bootstrap: Endpoint, group: str, topic: str, offsets: Mapping[int, int], timeout: float = 30
 ) -> None:
     """Commit `offsets` (partition -> offset) for `group`, as its consumer would.
 
     Retries while the group coordinator is still loading (a fresh cluster).
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer = Consumer({**conf(bootstrap), "group.id": group})
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -281,9 +293,11 @@ def commit_offsets(
         consumer.close()
 
 
-def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+def committed_offsets(
+    bootstrap: Endpoint, group: str, topic: str, partitions: int
+) -> dict[int, int]:
     """`group`'s committed offset per partition of `topic` (partitions without one left out)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer = Consumer({**conf(bootstrap), "group.id": group})
     try:
         found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], 10)
         return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
@@ -291,14 +305,14 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
         consumer.close()
 
 
-def checkpoints_of(bootstrap: str, source_alias: str, group: str, topic: str) -> dict:
+def checkpoints_of(bootstrap: Endpoint, source_alias: str, group: str, topic: str) -> dict:
     """`group`'s latest checkpoints for `topic` (its name on this cluster), by partition.
 
     Read from `<source_alias>.checkpoints.internal`; empty while that topic
     does not exist yet.
     """
     found = read_checkpoints(
-        {"bootstrap.servers": bootstrap},
+        conf(bootstrap),
         f"{source_alias}.checkpoints.internal",
         group=group,
         missing_ok=True,

@@ -39,13 +39,23 @@ def up(
         ",".join(DEFAULT_ALIASES), "--clusters", help="Comma-separated cluster aliases."
     ),
     directory: Path = DirOption,
+    security: str = typer.Option(
+        "plaintext",
+        "--security",
+        help="plaintext, or sasl_ssl: SCRAM-SHA-512 over TLS with the authorizer on, "
+        "an admin user and a replication user (passwords in DIR/security/secrets.properties).",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Start one Kafka cluster per alias and write a properties file naming them."""
+    """Start one Kafka cluster per alias and write a properties file naming them.
+
+    With --json each cluster also has `client`: a librdkafka configuration of the
+    admin user, for scripts that produce, consume or set ACLs.
+    """
     dev = DevClusters(directory)
     progress = None if as_json else (lambda msg: err.print(f"[dim]{msg}[/dim]"))
     try:
-        started = dev.up(clusters.split(","), progress=progress)
+        started = dev.up(clusters.split(","), progress=progress, security=security.lower())
     except (DevClusterError, JvmSetupError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -56,7 +66,12 @@ def up(
                 {
                     "properties_file": str(dev.properties_file),
                     "clusters": [
-                        {"alias": c.alias, "bootstrap_servers": c.bootstrap_servers}
+                        {
+                            "alias": c.alias,
+                            "bootstrap_servers": c.bootstrap_servers,
+                            "security": c.security,
+                            "client": dev.client_config(c),
+                        }
                         for c in started
                     ],
                 }
@@ -64,8 +79,10 @@ def up(
         )
         return
     for cluster in started:
-        out.print(f"{cluster.alias}: {cluster.bootstrap_servers}")
+        out.print(f"{cluster.alias}: {cluster.bootstrap_servers} ({cluster.security})")
     out.print(f"properties file: {dev.properties_file}")
+    if any(c.security != "plaintext" for c in started):
+        out.print(f"passwords: {dev.security.secrets_file}  CA certificate: {dev.security.ca_file}")
 
 
 @dev_app.command("status")

@@ -211,7 +211,7 @@ class _Store:
                 "belong in ssl.truststore.location",
             )
         if count > 1:
-            names = f" ({', '.join(aliases)})" if aliases else ""
+            names = f" ({', '.join(sorted(aliases))})" if aliases else ""
             raise self.error(
                 f"holds {count} private keys{names}; librdkafka uses exactly one",
                 "keep only the client's key in this keystore (keytool -delete -alias NAME)",

@@ -133,5 +133,5 @@ def test_all_explains_flows_whose_clients_cannot_be_used(runner: CliRunner, tmp_
     result = runner.invoke(app, ["config", "check", "--all", str(path)])
     assert result.exit_code == 0, result.output
     assert "Clients of A->C cannot be used:" in result.output
-    assert f"{path}:5: C.ssl.truststore.location: librdkafka cannot read JKS" in result.output
+    assert f"{path}:5: C.ssl.truststore.location: JKS truststore /etc/c.jks" in result.output
     assert "C: no bootstrap servers" in result.output

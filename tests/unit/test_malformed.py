@@ -142,10 +142,10 @@ CASES = [
         "needs sasl.mechanism=PLAIN",
     ),
     Case(
-        "JKS truststore",
+        "missing JKS truststore",
         "A.ssl.truststore.location = /etc/kafka/truststore.jks\n",
         "A.ssl.truststore.location",
-        "cannot read JKS truststores",
+        "JKS truststore /etc/kafka/truststore.jks does not exist",
     ),
     Case(
         "bad start position",

@@ -242,12 +242,12 @@ def test_policy_settings_resolve_per_flow_and_reach_the_policy() -> None:
 def test_clients_of_unchecked_clusters_and_flows_refuse_to_hand_out_broken_settings() -> None:
     from mirrorline.config import ConfigError
 
-    # C takes part in no enabled flow and has no bootstrap servers, so its JKS
+    # C takes part in no enabled flow and has no bootstrap servers, so its missing
     # truststore is not an error at load time; its clients are unusable though.
     config = load_without_c("C.ssl.truststore.location = /etc/c.jks\n")
-    with pytest.raises(ConfigError, match="cannot read JKS truststores"):
+    with pytest.raises(ConfigError, match="JKS truststore /etc/c.jks does not exist"):
         config.clusters["C"].client_settings("admin")
-    with pytest.raises(ConfigError, match="cannot read JKS truststores"):
+    with pytest.raises(ConfigError, match="JKS truststore /etc/c.jks does not exist"):
         config.flow("A", "C").client_settings("target", "producer")
     assert config.flow("A", "B").client_settings("target", "producer")["bootstrap.servers"]
     assert config.to_dict()["clusters"]["C"] == {}

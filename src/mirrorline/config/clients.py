@@ -16,11 +16,14 @@ do with each:
 * **translated**: `sasl.jaas.config` (PLAIN, SCRAM, Kerberos keytab, OAuth
   client credentials) becomes `sasl.username`/`sasl.password` and friends;
   PEM truststores and keystores become `ssl.ca.*`, `ssl.certificate.*` and
-  `ssl.key.*`; PKCS#12 keystores `ssl.keystore.*`;
+  `ssl.key.*`; JKS and PKCS12 stores (which librdkafka cannot read) are
+  opened with their passwords when the configuration loads and passed as
+  PEM text, `ssl.ca.pem`, `ssl.certificate.pem` and `ssl.key.pem`, held in
+  memory and hidden from every rendering (`mirrorline.config.stores`);
 * **ignored with a warning**: settings only the Java client has, that do not
   change what is replicated (serializers, metrics, JVM TLS providers, ...);
 * **refused**: settings that would change behaviour but have no librdkafka
-  equivalent (interceptors, custom callback handlers, JKS stores, ...).
+  equivalent (interceptors, custom callback handlers, ...).
 
 librdkafka's own property names are accepted as they are, so a setting only
 librdkafka has can still be used. Any other name is an error.
@@ -38,6 +41,7 @@ from mirrorline.config.jaas import JaasEntry, parse_jaas
 from mirrorline.config.librdkafka import librdkafka_clients
 from mirrorline.config.model import ClientType, Setting, Side
 from mirrorline.config.redact import is_secret_key, shown
+from mirrorline.config.stores import StoreError, client_identity, trusted_certificates
 from mirrorline.config.values import parse_list
 
 __all__ = [
@@ -258,6 +262,7 @@ _JAAS_MECHANISMS = {
     "OAuthBearerLoginModule": ("OAUTHBEARER",),
 }
 _STORE_TYPES = ("JKS", "PKCS12", "PEM")
+_STORE_LOCATIONS = frozenset({"ssl.truststore.location", "ssl.keystore.location"})
 
 #: Longest pause between two attempts to reach a lost broker (see `role_defaults`).
 RECONNECT_BACKOFF_MAX_MS = "1000"
@@ -344,7 +349,9 @@ def translate(
     out: dict[str, Setting[str]] = {}
 
     def put(name: str, value: str, source: Setting[str]) -> None:
-        secret = source.secret or is_secret_key(name)
+        # What a store holds is shown no more than the store's password.
+        from_store = source.name in _STORE_LOCATIONS
+        secret = source.secret or from_store or is_secret_key(name)
         out[name] = Setting(name, value, value, source.origin, secret)
 
     for setting in settings:
@@ -362,7 +369,8 @@ def translate(
                 try:
                     pairs = _special_setting(setting, by_name)
                 except ValueError as exc:
-                    issues.append(ConfigIssue(str(exc), setting.origin))
+                    hint = exc.hint if isinstance(exc, StoreError) else None
+                    issues.append(ConfigIssue(str(exc), setting.origin, hint))
                     continue
                 for name, value in pairs:
                     put(name, value, setting)
@@ -479,14 +487,11 @@ def _translate_truststore(
         return [("ssl.ca.pem", value)]
     if name == "ssl.truststore.location":
         kind = _store_type(by_name, "ssl.truststore.type")
-        if kind != "PEM":
-            raise ValueError(
-                f"librdkafka cannot read {kind} truststores; convert it to PEM "
-                "(keytool -exportcert -rfc, or openssl pkcs12 -nokeys) and set "
-                "ssl.truststore.type=PEM"
-            )
-        return [("ssl.ca.location", value)]
-    # ssl.truststore.password: a PEM truststore has none, and other kinds are refused above.
+        if kind == "PEM":
+            return [("ssl.ca.location", value)]
+        password = _value(by_name, "ssl.truststore.password")
+        return [("ssl.ca.pem", trusted_certificates(value, password, kind))]
+    # ssl.truststore.password: read with the location; a PEM truststore has none.
     return []
 
 
@@ -500,21 +505,32 @@ def _translate_keystore(
         return [("ssl.certificate.pem", value)]
     if name == "ssl.keystore.key":
         return [("ssl.key.pem", value)]
-    if name == "ssl.key.password":
-        return [("ssl.key.password", value)]
     kind = _store_type(by_name, "ssl.keystore.type")
+    in_store = kind != "PEM" and "ssl.keystore.location" in by_name
+    if name == "ssl.key.password":
+        # The password of a PEM key; a JKS or PKCS12 key is opened below.
+        return [] if in_store else [("ssl.key.password", value)]
     if name == "ssl.keystore.location":
-        if kind == "PKCS12":
-            return [("ssl.keystore.location", value)]
         if kind == "PEM":
             # One PEM file holding the certificate chain and the private key.
             return [("ssl.certificate.location", value), ("ssl.key.location", value)]
-        raise ValueError(
-            "librdkafka cannot read JKS keystores; convert it to PKCS12 "
-            "(keytool -importkeystore -deststoretype PKCS12) or PEM and set ssl.keystore.type"
+        identity = client_identity(
+            value,
+            _value(by_name, "ssl.keystore.password"),
+            _value(by_name, "ssl.key.password"),
+            kind,
         )
-    # ssl.keystore.password
-    return [("ssl.keystore.password", value)] if kind == "PKCS12" else []
+        return [
+            ("ssl.certificate.pem", identity.certificate_chain),
+            ("ssl.key.pem", identity.private_key),
+        ]
+    # ssl.keystore.password: read with the location.
+    return []
+
+
+def _value(by_name: dict[str, Setting[str]], name: str) -> str | None:
+    chosen = by_name.get(name)
+    return chosen.value if chosen is not None else None
 
 
 def _translate_jaas(text: str, by_name: dict[str, Setting[str]]) -> list[tuple[str, str]]:

@@ -242,13 +242,24 @@ def test_inline_pem_certificates_and_key() -> None:
     ("pairs", "fragment"),
     [
         # JKS is the default type; the store is opened (tests/unit/test_stores.py).
-        ([("ssl.truststore.location", "/etc/ts.jks")], "JKS truststore /etc/ts.jks does not exist"),
         (
-            [("ssl.truststore.type", "PKCS12"), ("ssl.truststore.location", "/etc/ts.p12")],
+            [("security.protocol", "SSL"), ("ssl.truststore.location", "/etc/ts.jks")],
+            "JKS truststore /etc/ts.jks does not exist",
+        ),
+        (
+            [
+                ("security.protocol", "SASL_SSL"),
+                ("ssl.truststore.type", "PKCS12"),
+                ("ssl.truststore.location", "/etc/ts.p12"),
+            ],
             "PKCS12 truststore /etc/ts.p12 does not exist",
         ),
         (
-            [("ssl.keystore.location", "/etc/ks.jks"), ("ssl.keystore.password", "ksp")],
+            [
+                ("security.protocol", "SSL"),
+                ("ssl.keystore.location", "/etc/ks.jks"),
+                ("ssl.keystore.password", "ksp"),
+            ],
             "JKS keystore /etc/ks.jks does not exist",
         ),
         (
@@ -260,6 +271,17 @@ def test_inline_pem_certificates_and_key() -> None:
 def test_stores_that_cannot_be_used(pairs: list[tuple[str, str]], fragment: str) -> None:
     _, issues = run(pairs)
     assert any(fragment in issue.message for issue in issues), issues
+
+
+def test_stores_of_a_client_without_tls_are_not_read() -> None:
+    out, issues = run(
+        [
+            ("ssl.truststore.location", "/etc/ts.jks"),
+            ("ssl.keystore.location", "/etc/ks.jks"),
+            ("ssl.keystore.password", "ksp"),
+        ]
+    )
+    assert (out, issues) == ({}, [])
 
 
 def test_compression_level_follows_the_chosen_codec() -> None:

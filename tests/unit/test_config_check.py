@@ -127,7 +127,7 @@ def test_all_explains_flows_whose_clients_cannot_be_used(runner: CliRunner, tmp_
     path = tmp_path / "c.properties"
     path.write_text(
         "clusters = A, B, C\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
-        "A->B.enabled = true\nC.ssl.truststore.location = /etc/c.jks\n",
+        "A->B.enabled = true\nC.ssl.truststore.location = /etc/c.jks\nC.security.protocol = SSL\n",
         encoding="utf-8",
     )
     result = runner.invoke(app, ["config", "check", "--all", str(path)])

@@ -143,7 +143,7 @@ CASES = [
     ),
     Case(
         "missing JKS truststore",
-        "A.ssl.truststore.location = /etc/kafka/truststore.jks\n",
+        "A.security.protocol = SSL\nA.ssl.truststore.location = /etc/kafka/truststore.jks\n",
         "A.ssl.truststore.location",
         "JKS truststore /etc/kafka/truststore.jks does not exist",
     ),
@@ -273,6 +273,7 @@ def test_several_errors_are_reported_at_once(tmp_path: Path) -> None:
         "A.ssl.truststore.location = /etc/ts.jks\n"  # line 8
         "A->B.start.position = someday\n"  # line 9
         "B.sasl.jaas.config = ${env:MIRRORLINE_TEST_UNSET_VARIABLE}\n"  # line 10
+        "A.security.protocol = SSL\n"  # line 11, fine
     )
     path = tmp_path / "many.properties"
     path.write_text(text, encoding="utf-8")

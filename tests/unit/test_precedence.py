@@ -244,7 +244,7 @@ def test_clients_of_unchecked_clusters_and_flows_refuse_to_hand_out_broken_setti
 
     # C takes part in no enabled flow and has no bootstrap servers, so its missing
     # truststore is not an error at load time; its clients are unusable though.
-    config = load_without_c("C.ssl.truststore.location = /etc/c.jks\n")
+    config = load_without_c("C.security.protocol = SSL\nC.ssl.truststore.location = /etc/c.jks\n")
     with pytest.raises(ConfigError, match="JKS truststore /etc/c.jks does not exist"):
         config.clusters["C"].client_settings("admin")
     with pytest.raises(ConfigError, match="JKS truststore /etc/c.jks does not exist"):

@@ -116,7 +116,8 @@ def test_error_messages_show_no_secret(tmp_path: Path) -> None:
         "A.security.protocol = ${env:PROTOCOL}\n"
         'B.sasl.jaas.config = com.example.Custom required secret="' + JAAS_PASSWORD + '";\n'
         "B.ssl.keystore.password = " + FILE_KEY_PASSWORD + "\n"
-        "B.ssl.keystore.location = /etc/ks.jks\n",
+        "B.ssl.keystore.location = /etc/ks.jks\n"
+        "B.security.protocol = SSL\n",
         encoding="utf-8",
     )
     env = {"LAG": ENV_SERVERS, "PROTOCOL": JAAS_PASSWORD + "x"}

@@ -21,6 +21,7 @@ from mirrorline.config.loader import load_config
 from mirrorline.config.model import Setting
 from mirrorline.config.origin import Origin
 from mirrorline.config.redact import REDACTED, is_secret_key
+from mirrorline.config.stores import trusted_certificates
 from mirrorline.jvm import JvmSetupError, java_executable
 
 STORE_PASSWORD = "St0re-Pa55word"
@@ -95,12 +96,15 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
 
 
 def run(pairs: list[tuple[str, str]]) -> tuple[dict[str, Setting[str]], list[ConfigIssue]]:
+    pairs = [("security.protocol", "SSL"), *pairs]
     settings = [
         Setting(name, value, value, Origin("c.properties", line, f"A.{name}"), is_secret_key(name))
         for line, (name, value) in enumerate(pairs, start=1)
     ]
     issues: list[ConfigIssue] = []
-    return translate(settings, "producer", issues), issues
+    out = translate(settings, "producer", issues)
+    del out["security.protocol"]
+    return out, issues
 
 
 def certificates_der(pem: str) -> list[bytes]:
@@ -164,6 +168,19 @@ def test_keystore_becomes_certificate_and_key_pem(
     assert key_pem.startswith("-----BEGIN PRIVATE KEY-----")  # unencrypted PKCS#8
     assert public_numbers(key_pem) == public_numbers(stores.client.key_pem)
     assert out["ssl.key.pem"].secret and out["ssl.certificate.pem"].secret
+
+
+def test_a_replaced_store_is_read_again(stores: Stores, tmp_path: Path) -> None:
+    path = tmp_path / "rotating.jks"
+    path.write_bytes(Path(stores["truststore.jks"]).read_bytes())
+    first = trusted_certificates(str(path), STORE_PASSWORD)
+    assert certificates_der(first) == [der(stores.ca.cert_pem)]
+    assert trusted_certificates(str(path), STORE_PASSWORD) == first
+    # A keystore as truststore: Java trusts the first certificate of each key entry.
+    path.write_bytes(Path(stores["keystore.jks"]).read_bytes())
+    assert certificates_der(trusted_certificates(str(path), STORE_PASSWORD)) == [
+        der(stores.client.cert_pem)
+    ]
 
 
 def test_librdkafka_accepts_the_translated_pems(stores: Stores) -> None:

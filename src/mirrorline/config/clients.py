@@ -489,6 +489,8 @@ def _translate_truststore(
         kind = _store_type(by_name, "ssl.truststore.type")
         if kind == "PEM":
             return [("ssl.ca.location", value)]
+        if not _uses_tls(by_name):
+            return []
         password = _value(by_name, "ssl.truststore.password")
         return [("ssl.ca.pem", trusted_certificates(value, password, kind))]
     # ssl.truststore.password: read with the location; a PEM truststore has none.
@@ -514,6 +516,8 @@ def _translate_keystore(
         if kind == "PEM":
             # One PEM file holding the certificate chain and the private key.
             return [("ssl.certificate.location", value), ("ssl.key.location", value)]
+        if not _uses_tls(by_name):
+            return []
         identity = client_identity(
             value,
             _value(by_name, "ssl.keystore.password"),
@@ -526,6 +530,13 @@ def _translate_keystore(
         ]
     # ssl.keystore.password: read with the location.
     return []
+
+
+def _uses_tls(by_name: dict[str, Setting[str]]) -> bool:
+    # Java clients open their stores only for SSL and SASL_SSL: a store that a
+    # PLAINTEXT client (often under a global ssl.* setting) never uses is not read.
+    protocol = _value(by_name, "security.protocol") or "PLAINTEXT"
+    return protocol.strip().upper() in ("SSL", "SASL_SSL")
 
 
 def _value(by_name: dict[str, Setting[str]], name: str) -> str | None:

@@ -96,6 +96,7 @@ def client_identity(
 
 _cache: dict[tuple[object, ...], object] = {}
 _cache_lock = threading.Lock()
+_CACHE_SIZE = 64  # stores in use at once; replaced ones fall out eventually
 
 
 def _cached(store: _Store, passwords: tuple[str | None, ...], read: Callable[[bytes], T]) -> T:
@@ -107,6 +108,8 @@ def _cached(store: _Store, passwords: tuple[str | None, ...], read: Callable[[by
             return _cache[key]  # type: ignore[return-value]
     result = read(data)
     with _cache_lock:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.clear()
         _cache[key] = result
     return result
 

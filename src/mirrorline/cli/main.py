@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mirrorline import __version__
+from mirrorline.cli.acls_cmd import acls
 from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
@@ -26,6 +27,7 @@ app.add_typer(dev_app, name="dev")
 app.add_typer(offsets_app, name="offsets")
 app.command("service")(service)
 app.command("status")(status)
+app.command("acls")(acls)
 app.command("demo")(demo)
 
 

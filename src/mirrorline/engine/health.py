@@ -13,8 +13,9 @@ on the flow's thread: that thread can wait tens of seconds on the very cluster
 that went away (a control loop's request, draining a stuck batch), and a verdict
 must not wait for it. The flow's thread only reads verdicts, which never blocks.
 
-A probe is a metadata request for one topic name (the progress topic, which
-exists on the target), so the answer stays small on clusters with many topics.
+A probe is a metadata request for one topic name (on the target the progress
+topic; on the source one the flow may describe, so that the broker's authorizer
+log shows no denial), so the answer stays small on clusters with many topics.
 Topic auto-creation is switched off for the probe's client: on a cluster where
 the topic does not exist, the answer "unknown topic" proves the cluster answers
 and creates nothing. (DescribeCluster would be the natural request, but
@@ -36,6 +37,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.engine.context import FlowContext
 from mirrorline.kafka import ClientConfig
+from mirrorline.permissions import probe_topic
 
 log = logging.getLogger(__name__)
 
@@ -149,13 +151,16 @@ class ClusterHealth:
     def for_flow(cls, context: FlowContext, topic: str) -> ClusterHealth:
         """Probes of the flow's source and target, with its admin client settings.
 
-        The probes have admin clients of their own, not the flow's shared ones:
-        their error callback and quiet logging are what makes the verdict.
+        The target is asked about `topic`, the source about a topic its
+        principal may describe (`permissions.probe_topic`). The probes have
+        admin clients of their own, not the flow's shared ones: their error
+        callback and quiet logging are what makes the verdict.
         """
         source, target = context.source, context.target
+        source_topic = probe_topic(context.flow)
         return cls(
             [
-                ClusterProbe(source.alias, "source", source.admin_settings, topic),
+                ClusterProbe(source.alias, "source", source.admin_settings, source_topic),
                 ClusterProbe(target.alias, "target", target.admin_settings, topic),
             ],
             name=f"health {context.name}",

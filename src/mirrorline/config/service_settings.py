@@ -7,9 +7,11 @@ They are global (no cluster or flow prefix) and start with `service.`:
     service.windows = 1m, 5m, 15m, 60m
     service.remote.clusters = apac       # remote querying: services advertised there
 
-`ServiceSettings.of(config)` hands them out typed. Parsing happens when the file
-is loaded, so that `config check` reports a wrong value with its line like any
-other setting.
+and those that protect it (TLS, users, tokens, remote credentials), declared
+in `service_security`. `ServiceSettings.of(config)` hands them out typed.
+Parsing happens when the file is loaded, so that `config check` reports a
+wrong value with its line like any other setting; settings that contradict
+each other (a certificate without its key) are reported by `of`.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorline.config.model import MirrorConfig
+from mirrorline.config.service_security import SECURITY_SPECS, ServiceSecurity
 from mirrorline.config.settings import SettingSpec
-from mirrorline.config.values import parse_choice, parse_int, parse_list
+from mirrorline.config.values import parse_int, parse_list
 
 __all__ = ["SERVICE_SETTINGS", "ServiceSettings", "parse_window", "window_text"]
 
@@ -55,6 +58,13 @@ def _windows(text: str) -> tuple[int, ...]:
     if not windows:
         raise ValueError("list at least one window, like 1m, 5m, 15m, 60m")
     return windows
+
+
+def _protocol(text: str) -> str:
+    word = text.strip().lower()
+    if word not in ("", "http", "https"):
+        raise ValueError("expected http or https (or nothing: https when service.tls is set)")
+    return word
 
 
 def _path(text: str) -> str:
@@ -91,9 +101,10 @@ _SPECS = [
     ),
     SettingSpec(
         "service.advertised.protocol",
-        "http",
-        parse_choice(("http", "https")),
-        "Protocol other services reach this one with.",
+        "",
+        _protocol,
+        "Protocol other services reach this one with. Empty: https when the service has a "
+        "certificate (service.tls.certificate), else http.",
     ),
     SettingSpec(
         "service.base.path",
@@ -108,6 +119,7 @@ _SPECS = [
         "Clusters where other Mirrorline services advertise themselves: their replications "
         "are served here too, fetched on demand (remote querying).",
     ),
+    *SECURITY_SPECS,
 ]
 
 #: Every service setting, by name.
@@ -126,6 +138,7 @@ class ServiceSettings:
     advertised_host: str  # as set; empty: see `advertised`
     base_path: str
     remote_clusters: tuple[str, ...]
+    security: ServiceSecurity = ServiceSecurity()
 
     @classmethod
     def of(cls, config: MirrorConfig) -> ServiceSettings:
@@ -136,15 +149,20 @@ class ServiceSettings:
         clusters = tuple(values["service.clusters"]) or tuple(
             dict.fromkeys(f.target for f in config.enabled_flows())
         )
+        security = ServiceSecurity.of(config.service)
+        protocol = values["service.advertised.protocol"] or (
+            "https" if security.tls is not None else "http"
+        )
         return cls(
             clusters=clusters,
             host=values["service.host"],
             port=values["service.port"],
             windows=values["service.windows"],
-            advertised_protocol=values["service.advertised.protocol"],
+            advertised_protocol=protocol,
             advertised_host=values["service.advertised.host"],
             base_path=values["service.base.path"],
             remote_clusters=tuple(values["service.remote.clusters"]),
+            security=security,
         )
 
     def advertised(self, host: str) -> str:

@@ -10,6 +10,10 @@ Routes (OpenAPI at `/openapi.json`, interactive docs at `/docs`):
 - `GET /v2/windows` (the windows metrics can be asked over);
 - `GET /health`, `GET /metrics` (Prometheus), `GET /` (the web UI).
 
+With authentication on (`service.auth`, see `auth`), every request needs
+credentials (401 without), and every route requires a role (403 when the
+principal's falls short): the routes here only read, and require `viewer`.
+
 Replications whose target another service reports (remote querying,
 `service.remote`) are fetched from that service when asked for. Every error
 is JSON (`ErrorDoc`): 404 for an unknown name, listing the names that exist,
@@ -23,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -31,6 +35,7 @@ from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from mirrorline.config.service_settings import window_text
+from mirrorline.service.auth import Authenticator, protect, require
 from mirrorline.service.models import (
     ClusterHealthDoc,
     ErrorDoc,
@@ -55,16 +60,26 @@ Window = Annotated[str, Query(description="One of the service's windows, like 5m
 Alias = Annotated[str, PathParam(description="A cluster alias.")]
 Topic = Annotated[str, PathParam(description="A topic name.")]
 Metric = Annotated[str, PathParam(description="A metric name, like record-count.")]
+_AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorDoc, "description": "No credentials, or wrong ones (WWW-Authenticate)."},
+    403: {"model": ErrorDoc, "description": "The caller's role does not allow this request."},
+}
+#: What every route that only reads requires.
+VIEWER = [Depends(require("viewer"))]
 
 
-def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
-    """The application serving `monitor`'s answers, and remote services' through `remote`."""
+def build_app(
+    monitor: Monitor, remote: RemoteServices, authenticator: Authenticator | None = None
+) -> FastAPI:
+    """The application serving `monitor`'s answers, and remote services' through `remote`;
+    callers authenticate with `authenticator` (None: nobody is asked)."""
     app = FastAPI(
         title="Mirrorline service",
         version="2",
         description="Replication status and metrics of Mirrorline flows (SRM v2 shaped).",
-        responses=_ERRORS,
+        responses={**_ERRORS, **(_AUTH_ERRORS if authenticator is not None else {})},
     )
+    protect(app, authenticator)
     registry = CollectorRegistry()
     registry.register(MetricsCollector(monitor))
     default_window = _window_default(monitor)
@@ -91,7 +106,12 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         )
         return _error(422, f"malformed request: {problems}")
 
-    @app.get("/v2/replications", response_model=ReplicationsDoc, tags=["replications"])
+    @app.get(
+        "/v2/replications",
+        response_model=ReplicationsDoc,
+        tags=["replications"],
+        dependencies=VIEWER,
+    )
     def replications(
         scope: Annotated[
             str, Query(pattern="^(all|local)$", description="local: this service's own only")
@@ -105,7 +125,10 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         return ReplicationsDoc(replications=local + others, services=[remote.own_doc(), *services])
 
     @app.get(
-        "/v2/replications/{source}/{target}", response_model=ReplicationDoc, tags=["replications"]
+        "/v2/replications/{source}/{target}",
+        response_model=ReplicationDoc,
+        tags=["replications"],
+        dependencies=VIEWER,
     )
     def one_replication(source: Alias, target: Alias, request: Request) -> Any:
         return elsewhere(target, request) or ReplicationDoc.of(
@@ -116,6 +139,7 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         "/v2/cluster-metrics/{source}/{target}/{metric}",
         response_model=MetricDoc,
         tags=["metrics"],
+        dependencies=VIEWER,
     )
     def cluster_metric(
         source: Alias, target: Alias, metric: Metric, request: Request, window: Window = ""
@@ -129,6 +153,7 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         "/v2/topic-metrics/{source}/{target}/{upstreamTopic}/{metric}",
         response_model=MetricDoc,
         tags=["metrics"],
+        dependencies=VIEWER,
     )
     def topic_metric(
         source: Alias,
@@ -147,6 +172,7 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
         "/v2/topic-metrics/{target}/{downstreamTopic}/{metric}",
         response_model=MetricDoc,
         tags=["metrics"],
+        dependencies=VIEWER,
     )
     def downstream_metric(
         target: Alias,
@@ -160,20 +186,25 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
             monitor.downstream_metric(target, downstreamTopic, metric, window or default_window)
         )
 
-    @app.get("/v2/groups/{source}/{target}", response_model=GroupsDoc, tags=["groups"])
+    @app.get(
+        "/v2/groups/{source}/{target}",
+        response_model=GroupsDoc,
+        tags=["groups"],
+        dependencies=VIEWER,
+    )
     def groups(source: Alias, target: Alias, request: Request) -> Any:
         """The replication's checkpointed groups: translated offsets and checkpoint age."""
         return elsewhere(target, request) or GroupsDoc.of(
             source, target, monitor.groups(source, target), _now_ms()
         )
 
-    @app.get("/v2/windows", response_model=WindowsDoc, tags=["metrics"])
+    @app.get("/v2/windows", response_model=WindowsDoc, tags=["metrics"], dependencies=VIEWER)
     def windows() -> WindowsDoc:
         """The windows metrics can be asked over, and the default one."""
         known = [window_text(w) for w in monitor.settings.windows]
         return WindowsDoc(windows=known, default=default_window)
 
-    @app.get("/health", response_model=HealthDoc, tags=["service"])
+    @app.get("/health", response_model=HealthDoc, tags=["service"], dependencies=VIEWER)
     def health() -> HealthDoc:
         clusters = [
             ClusterHealthDoc(
@@ -192,12 +223,12 @@ def build_app(monitor: Monitor, remote: RemoteServices) -> FastAPI:
             status = "degraded"
         return HealthDoc(status=status, clusters=clusters)
 
-    @app.get("/metrics", tags=["service"], response_class=Response)
+    @app.get("/metrics", tags=["service"], response_class=Response, dependencies=VIEWER)
     def metrics() -> Response:
         """Prometheus's text format."""
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/", include_in_schema=False)
+    @app.get("/", include_in_schema=False, dependencies=VIEWER)
     def home() -> RedirectResponse:
         return RedirectResponse("ui/index.html")
 

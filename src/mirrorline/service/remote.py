@@ -7,7 +7,7 @@ JSON with `version` 1). A service configured with `service.remote.clusters`
 reads the advertisements in those clusters and, when asked for replications,
 asks each advertised service for its own (`/v2/replications?scope=local`, so
 that gateways never ask each other in circles), in parallel, each within
-`TIMEOUT_S`. A service that does not answer is listed as unreachable, with the
+`remote_http.TIMEOUT_S`. A service that does not answer is listed as unreachable, with the
 replications it served last time marked so, and the others answer all the
 same. Requests about a replication whose target only a remote service reports
 (its metrics, its groups) are forwarded to that service.
@@ -23,9 +23,7 @@ import json
 import logging
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +33,7 @@ from mirrorline.formats import json_record
 from mirrorline.internal_topic import COMPACTED, InternalTopic
 from mirrorline.kafka import ClusterClients, read_to_end
 from mirrorline.service.models import ReplicationDoc, ReplicationsDoc, ServiceDoc
+from mirrorline.service.remote_http import RemoteAccess, RemoteFailed
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,6 @@ FORMAT_VERSION = 1
 ADVERTISE_S = 30.0
 DIRECTORY_REFRESH_S = 10.0
 FORGET_AFTER_MS = 24 * 3600 * 1000
-TIMEOUT_S = 3.0
 
 
 class RemoteUnavailable(RuntimeError):
@@ -107,10 +105,13 @@ class RemoteServices:
         *,
         advertise_in: Mapping[str, ClusterClients],
         discover_in: Mapping[str, Mapping[str, Any]],
+        access: RemoteAccess | None = None,
     ) -> None:
         """`advertise_in`: the clusters this service reports; `discover_in`: consumer
-        settings of the clusters where remote services advertise (`service.remote.clusters`)."""
+        settings of the clusters where remote services advertise (`service.remote.clusters`);
+        `access`: how remote services are called (default: no credentials, system CAs)."""
         self.own = own
+        self._access = access or RemoteAccess()
         self._topics = [
             InternalTopic(
                 SERVICES_TOPIC, clients, what=f"service advertisement ({alias})", config=COMPACTED
@@ -182,8 +183,8 @@ class RemoteServices:
                 suffix = path.removeprefix(self.own.base_path)
                 url = ad.url + suffix + (f"?{urllib.parse.urlencode(query)}" if query else "")
                 try:
-                    return _get(url)
-                except _Failed as exc:
+                    return self._access.get(url)
+                except RemoteFailed as exc:
                     raise RemoteUnavailable(
                         f"service {ad.id} that reports {target} did not answer: {exc}"
                     ) from None
@@ -214,11 +215,11 @@ class RemoteServices:
 
     def _ask(self, ad: ServiceAd) -> tuple[list[ReplicationDoc], str]:
         try:
-            status, body = _get(ad.url + "/v2/replications?scope=local")
+            status, body = self._access.get(ad.url + "/v2/replications?scope=local")
             if status != 200:
-                raise _Failed(f"HTTP {status}")
+                raise RemoteFailed(f"HTTP {status}")
             doc = ReplicationsDoc.model_validate(body)
-        except (_Failed, ValueError) as exc:
+        except (RemoteFailed, ValueError) as exc:
             reason = f"service {ad.id} does not answer: {exc}"
             with self._lock:
                 last = self._last_answer.get(ad.id, [])
@@ -248,23 +249,3 @@ class RemoteServices:
                 except Exception as exc:  # noqa: BLE001 - advertised again at the next round
                     log.warning("service: advertising on %s failed: %s", topic.clients.alias, exc)
             self._stop.wait(ADVERTISE_S)
-
-
-class _Failed(RuntimeError):
-    pass
-
-
-def _get(url: str) -> tuple[int, Any]:
-    """GET a JSON document: (HTTP status, document); a 4xx is an answer, a 5xx is not."""
-    try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        if exc.code < 500:
-            try:
-                return exc.code, json.loads(exc.read())  # the remote's own 4xx, passed on
-            except ValueError:
-                pass
-        raise _Failed(f"HTTP {exc.code}") from None
-    except (OSError, ValueError) as exc:
-        raise _Failed(str(getattr(exc, "reason", exc))) from None

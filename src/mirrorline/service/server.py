@@ -4,10 +4,18 @@
 reading the target clusters and advertising; `serve(host, port)` runs the HTTP
 server until it is stopped (Ctrl-C or SIGTERM, by uvicorn); `close()` stops
 the rest. Tests run the same object on a thread of their own (`serve_in_thread`).
+
+With `service.tls.*` it serves HTTPS only (and advertises https); with a users
+or tokens file every request must authenticate (`auth`). Mistakes in either
+stop it at construction with a `ConfigError` or `CredentialsFileError`. A
+service that any other machine can reach without authentication, or whose
+credentials would travel in clear text, says so in its log at start.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import threading
 import time
 
@@ -17,9 +25,14 @@ from fastapi import FastAPI
 from mirrorline.config.model import MirrorConfig
 from mirrorline.config.service_settings import ServiceSettings
 from mirrorline.kafka import ClusterClients
+from mirrorline.service import tls
 from mirrorline.service.api import build_app
+from mirrorline.service.auth import Authenticator
 from mirrorline.service.monitor import Monitor
 from mirrorline.service.remote import RemoteServices, ServiceAd
+from mirrorline.service.remote_http import RemoteAccess
+
+log = logging.getLogger(__name__)
 
 
 class Service:
@@ -32,6 +45,13 @@ class Service:
         self.settings = settings
         self.host = host or settings.host
         self.port = settings.port if port is None else port
+        security = settings.security
+        if security.tls is not None:
+            tls.check(security.tls)
+        authenticator = None
+        if security.authenticates:
+            authenticator = Authenticator(security.users_file, security.tokens_file)
+        access = RemoteAccess.of(security.remote)
         self.monitor = Monitor(config, settings)
         advertised = settings.advertised(self.host)
         own = ServiceAd(
@@ -49,14 +69,17 @@ class Service:
                 alias: config.clusters[alias].client_settings("consumer")
                 for alias in settings.remote_clusters
             },
+            access=access,
         )
-        self.app: FastAPI = build_app(self.monitor, self.remote)
+        self.app: FastAPI = build_app(self.monitor, self.remote, authenticator)
+        self._warn_if_exposed()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}{self.settings.base_path}"
+        scheme = "https" if self.settings.security.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}{self.settings.base_path}"
 
     def start(self) -> None:
         self.monitor.start()
@@ -93,8 +116,37 @@ class Service:
             port=self.port,
             root_path=self.settings.base_path,
             log_level="warning",
-            access_log=False,
+            access_log=False,  # never logs headers either way; credentials stay out of logs
+            **tls.uvicorn_options(self.settings.security.tls),
         )
+
+    def _warn_if_exposed(self) -> None:
+        if _loopback(self.host):
+            return
+        security = self.settings.security
+        where = f"{self.host}:{self.port}"
+        if not security.authenticates:
+            log.warning(
+                "service: serving on %s WITHOUT AUTHENTICATION: anyone who reaches it reads "
+                "every replication, cluster and metric; set service.auth.users.file or "
+                "service.auth.tokens.file (docs/monitoring.md, Securing the service)",
+                where,
+            )
+        elif security.tls is None:
+            log.warning(
+                "service: serving on %s over plain HTTP: passwords and tokens cross the "
+                "network in clear text; set service.tls.certificate and service.tls.key",
+                where,
+            )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _clients(config: MirrorConfig, alias: str) -> ClusterClients:

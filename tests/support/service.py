@@ -1,19 +1,31 @@
 """Mirrorline's service in a test: configurations with aliases of their own, a running
-service on a free port, and reading its JSON."""
+service on a free port, and reading its JSON, over HTTP or HTTPS, with or without
+credentials (`Caller`); a protected service's certificate, users and tokens (`Protection`)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mirrorline.certificates import CertificateAuthority, write_private
 from mirrorline.config import load_config
+from mirrorline.service.credentials import (
+    Entry,
+    check_role,
+    hash_password,
+    hash_token,
+    save_entry,
+)
 from mirrorline.service.server import Service
 
 # What every test configuration sets: single-node clusters, quick loops, no heartbeats
@@ -63,21 +75,115 @@ def running_service(config: Path, port: int | None = None) -> Iterator[Service]:
         service.close()
 
 
-def get(url: str) -> tuple[int, Any]:
-    """GET a JSON document: (status, document)."""
+@dataclass(frozen=True)
+class Caller:
+    """Who calls a service in a test: the CA it trusts (HTTPS) and its credentials."""
+
+    ca: Path | None = None
+    user: tuple[str, str] | None = None  # name, password: HTTP basic
+    token: str | None = None  # bearer
+
+    def with_user(self, name: str, password: str) -> Caller:
+        return Caller(self.ca, (name, password), None)
+
+    def with_token(self, token: str) -> Caller:
+        return Caller(self.ca, None, token)
+
+    def headers(self) -> dict[str, str]:
+        if self.token is not None:
+            return {"Authorization": f"Bearer {self.token}"}
+        if self.user is not None:
+            pair = base64.b64encode(":".join(self.user).encode()).decode()
+            return {"Authorization": f"Basic {pair}"}
+        return {}
+
+    def context(self) -> ssl.SSLContext | None:
+        return ssl.create_default_context(cafile=str(self.ca)) if self.ca else None
+
+
+ANYBODY = Caller()
+
+
+def fetch(url: str, caller: Caller = ANYBODY) -> tuple[int, dict[str, list[str]], bytes]:
+    """GET `url`: (status, headers by lower-case name, body); 4xx and 5xx included."""
+    request = urllib.request.Request(url, headers=caller.headers())
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return response.status, json.loads(response.read())
+        with urllib.request.urlopen(request, timeout=10, context=caller.context()) as response:
+            return response.status, _headers(response.headers), response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        return exc.code, _headers(exc.headers), exc.read()
 
 
-def get_ok(url: str) -> Any:
-    status, doc = get(url)
+def _headers(message: Any) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for name, value in message.items():
+        found.setdefault(name.lower(), []).append(value)
+    return found
+
+
+def get(url: str, caller: Caller = ANYBODY) -> tuple[int, Any]:
+    """GET a JSON document: (status, document)."""
+    status, _, body = fetch(url, caller)
+    return status, json.loads(body)
+
+
+def get_ok(url: str, caller: Caller = ANYBODY) -> Any:
+    status, doc = get(url, caller)
     assert status == 200, f"GET {url}: {status} {doc}"
     return doc
 
 
-def get_text(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read().decode()
+def get_text(url: str, caller: Caller = ANYBODY) -> str:
+    status, _, body = fetch(url, caller)
+    assert status == 200, f"GET {url}: {status} {body[:200]!r}"
+    return body.decode()
+
+
+@dataclass
+class Protection:
+    """A service's certificate (from a throw-away CA), users and tokens files, in `directory`.
+
+    `settings()` are the lines that make a service use them; `caller` trusts the CA."""
+
+    directory: Path
+    ca: CertificateAuthority = field(default_factory=CertificateAuthority.create)
+    tokens: dict[str, str] = field(default_factory=dict)  # name -> the token itself
+
+    def __post_init__(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / "ca.pem").write_bytes(self.ca.cert_pem)
+        pair = self.ca.issue("service")
+        (self.directory / "service.pem").write_bytes(pair.cert_pem)
+        write_private(self.directory / "service-key.pem", pair.key_pem)
+
+    @property
+    def users_file(self) -> Path:
+        return self.directory / "users"
+
+    @property
+    def tokens_file(self) -> Path:
+        return self.directory / "tokens"
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(ca=self.directory / "ca.pem")
+
+    def add_user(self, name: str, password: str, role: str = "viewer") -> Caller:
+        save_entry(self.users_file, "users", Entry(name, check_role(role), hash_password(password)))
+        return self.caller.with_user(name, password)
+
+    def add_token(self, name: str, token: str, role: str = "viewer") -> Caller:
+        save_entry(self.tokens_file, "tokens", Entry(name, check_role(role), hash_token(token)))
+        self.tokens[name] = token
+        return self.caller.with_token(token)
+
+    def settings(self, *, tls: bool = True) -> str:
+        lines = [f"service.auth.users.file = {self.users_file}"]
+        if self.tokens_file.exists():
+            lines.append(f"service.auth.tokens.file = {self.tokens_file}")
+        if tls:
+            lines += [
+                f"service.tls.certificate = {self.directory / 'service.pem'}",
+                f"service.tls.key = {self.directory / 'service-key.pem'}",
+            ]
+        return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
 from mirrorline.cli.driver_cmd import driver
 from mirrorline.cli.offsets_cmd import offsets_app
-from mirrorline.cli.service_cmd import service
+from mirrorline.cli.service_cmd import service_app
 from mirrorline.cli.status_cmd import status
 
 app = typer.Typer(
@@ -25,7 +25,7 @@ app.command("driver")(driver)
 app.add_typer(config_app, name="config")
 app.add_typer(dev_app, name="dev")
 app.add_typer(offsets_app, name="offsets")
-app.command("service")(service)
+app.add_typer(service_app, name="service")
 app.command("status")(status)
 app.command("acls")(acls)
 app.command("demo")(demo)

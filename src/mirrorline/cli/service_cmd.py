@@ -26,7 +26,7 @@ from mirrorline.service.credentials import (
     save_entry,
 )
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 MIN_PASSWORD = 8
 
 service_app = typer.Typer(

@@ -36,19 +36,11 @@ class NoFlowsError(ValueError):
     """The configuration (after `--clusters`) leaves nothing for the driver to do."""
 
 
-def _not_built(settings: FlowSettings) -> list[str]:
-    """Control loops that are configured (often by MM2's defaults) but not built yet."""
-    return ["topic ACL sync"] if settings.intervals.sync_topic_acls is not None else []
-
-
 def check_supported(flows: Iterable[FlowConfig]) -> list[str]:
-    """Notes on configured loops not built yet and on settings that have no effect."""
+    """Notes on settings that have no effect."""
     notes = []
     for flow in flows:
         settings = FlowSettings.of(flow)
-        missing = _not_built(settings)
-        if missing:
-            notes.append(f"flow {flow.name}: not performed by this version: {', '.join(missing)}")
         if settings.dead_letter_topic and not settings.tolerate_refusals:
             origin = flow.setting("errors.deadletterqueue.topic.name").origin
             notes.append(

@@ -13,6 +13,7 @@ from mirrorline.devcluster import (
     _new_cluster_id,
     _server_properties,
 )
+from mirrorline.devsecurity import DevSecurity
 from mirrorline.engine.session import _artifact_name
 
 
@@ -45,7 +46,7 @@ def test_aliases_are_trimmed():
 
 def test_broker_settings_fit_a_single_node():
     layout = _Layout("east", "127.0.0.1:19092", 19093, "id", "/tmp/x/east")
-    settings = dict(line.split("=", 1) for line in _server_properties(layout).splitlines())
+    settings = _server_properties(layout)
     assert settings["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
     assert settings["controller.quorum.voters"] == "1@127.0.0.1:19093"
     assert settings["log.dirs"] == "/tmp/x/east/data"
@@ -71,3 +72,20 @@ def test_broker_settings_fit_a_single_node():
 )
 def test_jar_artifact_names_drop_the_version(jar, name, tmp_path):
     assert _artifact_name(tmp_path / jar) == name
+
+
+def test_secured_brokers_speak_sasl_ssl_only_with_the_authorizer_on(tmp_path):
+    security = DevSecurity.of(tmp_path)
+    security.ensure()
+    settings = security.server_properties("east", "127.0.0.1:19092", 19093)
+    assert settings["listeners"] == "SASL_SSL://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
+    assert settings["advertised.listeners"] == "SASL_SSL://127.0.0.1:19092"
+    assert settings["sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
+    assert settings["allow.everyone.if.no.acl.found"] == "false"
+    assert "StandardAuthorizer" in settings["authorizer.class.name"]
+    assert (tmp_path / "security" / "secrets.properties").stat().st_mode & 0o077 == 0
+    assert (tmp_path / "security" / "east-broker.pem").stat().st_mode & 0o077 == 0
+    # The replication user's password is read through a provider, never written inline.
+    lines = "\n".join(security.mm2_properties("east"))
+    assert security.password("mirrorline") not in lines
+    assert "${file:" in lines

@@ -56,12 +56,8 @@ def test_notes_an_unused_dead_letter_topic_with_its_line():
     assert len(unused) == 2 and "<text>:8" in unused[0] and "errors.tolerance = all" in unused[0]
 
 
-def test_notes_loops_not_built_yet_and_quiet_when_disabled():
-    notes = check_supported(select_flows(parse_config(BASE), None))
-    assert any("topic ACL sync" in n and "a->b" in n for n in notes)
-    assert not any("checkpoints" in n or "heartbeats" in n for n in notes)
-    quiet = BASE + "sync.topic.acls.enabled = false\n"
-    assert check_supported(select_flows(parse_config(quiet), None)) == []
+def test_every_default_loop_is_built_so_nothing_is_noted():
+    assert check_supported(select_flows(parse_config(BASE), None)) == []
 
 
 def test_driver_command_reports_config_errors_without_traceback(tmp_path):

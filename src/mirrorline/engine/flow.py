@@ -213,6 +213,7 @@ class FlowRunner:
             self.progress,
             self.runs,
             self.remote_topics,
+            self.loops,
             self.checkpointer,
             self.syncs,
             self.metrics,  # writes the last status: stopped
@@ -329,6 +330,7 @@ class FlowRunner:
         self._failures += 1
         self._retry_at = now + backoff
         self._failed_in_outage = bool(self.health.unreachable())
+        reason = self.loops.explain(reason)
         if self.committer.failure() is not None:
             self._prepared = False  # start again from what is saved
         self._set_state("failed", f"{reason} (retrying in {backoff:.0f}s)")

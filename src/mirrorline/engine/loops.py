@@ -4,7 +4,8 @@ The loops come in three stages, which the flow runs where their conditions
 hold (`FlowRunner.tick`):
 
 - `TOPICS`, while both clusters answer: topic refresh (remote topics created,
-  partitions added, the flow's topic pairs published) and topic config sync;
+  partitions added, the flow's topic pairs published), topic config sync,
+  the permission check and topic ACL sync;
 - `QUERY`, while the query runs: the check of idle partitions for records
   deleted before the flow read them;
 - `CHECKPOINTS`, once the query runs on its partitions (checkpoints translate
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from mirrorline.control.acl_sync import TopicAclSync
 from mirrorline.control.checkpointing import Checkpointer
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
+from mirrorline.engine.access import AccessCheck, MissingPermissions, is_authorization_error
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.data_path import DataPath
@@ -64,6 +67,19 @@ class FlowLoops:
         schedule.every(
             "topic config sync", intervals.sync_topic_configs, topics.sync_configs, stage=TOPICS
         )
+        self.access = AccessCheck(context, topics.ready)
+        schedule.every(
+            "permission check", intervals.refresh_topics, self.access.check, stage=TOPICS
+        )
+        self.acls = TopicAclSync(context) if intervals.sync_topic_acls is not None else None
+        if self.acls is not None:
+            acls = self.acls
+            schedule.every(
+                "topic ACL sync",
+                intervals.sync_topic_acls,
+                lambda: acls.sync(topics.ready()),
+                stage=TOPICS,
+            )
         schedule.every(
             "source gap check", GAP_CHECK_S, lambda: self.skip_deleted(assigned()), stage=QUERY
         )
@@ -87,6 +103,22 @@ class FlowLoops:
 
     def run(self, stage: str, now: float) -> None:
         self.scheduler.run(stage, now)
+
+    def explain(self, reason: str) -> str:
+        """A failure's reason; for an authorization failure, the ACLs the brokers deny."""
+        if not is_authorization_error(reason):
+            return reason
+        try:
+            self.access.check()
+        except MissingPermissions as exc:
+            return str(exc)
+        except Exception:  # noqa: BLE001 - the original reason stands
+            return reason
+        return reason
+
+    def close(self) -> None:
+        if self.acls is not None:
+            self.acls.close()
 
     def errors(self) -> dict[str, str]:
         return self.scheduler.errors()

@@ -1,0 +1,155 @@
+"""Which of a flow's required ACLs its clusters deny, named exactly.
+
+A missing ACL shows up in Kafka's answers as a bare "Topic authorization
+failed" from whichever request met it first, often deep inside Spark's
+executors. So a flow asks the brokers what its principals may do instead:
+DescribeTopics with the authorized operations, for the topics it uses on each
+side, compared with `permissions.required_grants`. What is missing becomes
+one sentence per resource:
+
+    west denies WRITE, CREATE on topic east.orders to the flow's principal
+    (needed for: remote topics)
+
+The check runs with the topic refresh while the flow runs, and right away
+when the flow fails on an authorization error, so the failure's reason names
+the ACL to grant. Topics that do not exist yet are skipped (CREATE on them is
+only visible when creating them fails). Transactional ids, groups and the
+cluster resource have no such question in Kafka's protocol; their denials
+surface as the failing loop's error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+
+from mirrorline.engine.context import FlowContext
+from mirrorline.engine.progress import PROGRESS_TOPIC
+from mirrorline.kafka import ClusterClients
+from mirrorline.permissions import required_grants
+from mirrorline.raw_metrics import METRICS_TOPIC
+
+__all__ = ["AccessCheck", "Denied", "MissingPermissions", "is_authorization_error"]
+
+_TIMEOUT_S = 10.0
+_AUTHORIZATION_WORDS = ("authorization failed", "not authorized", "authorizationexception")
+
+
+@dataclass(frozen=True)
+class Denied:
+    """Operations a cluster denies on one topic that the flow needs."""
+
+    cluster: str
+    topic: str
+    operations: tuple[str, ...]
+    why: str
+    principal: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.cluster} denies {', '.join(self.operations)} on topic {self.topic} "
+            f"to {self.principal} (needed for: {self.why})"
+        )
+
+
+class MissingPermissions(RuntimeError):
+    """The flow's principals lack ACLs it needs; the message names each of them."""
+
+    def __init__(self, denied: Iterable[Denied]) -> None:
+        self.denied = tuple(denied)
+        super().__init__("; ".join(str(d) for d in self.denied) + " (see `mirrorline acls`)")
+
+
+def is_authorization_error(text: str) -> bool:
+    """Whether an error message is a Kafka authorization failure."""
+    lowered = text.lower()
+    return any(word in lowered for word in _AUTHORIZATION_WORDS)
+
+
+class AccessCheck:
+    """Compares a flow's required topic ACLs with what its clusters allow."""
+
+    def __init__(self, context: FlowContext, ready: Callable[[], Mapping[str, int]]) -> None:
+        self.flow = context.flow
+        self._clients = {context.source.alias: context.source, context.target.alias: context.target}
+        self._ready = ready
+
+    def check(self) -> None:
+        """Raise `MissingPermissions` naming every denied operation (the control loop)."""
+        denied = self.denied()
+        if denied:
+            raise MissingPermissions(denied)
+
+    def denied(self) -> list[Denied]:
+        grants = required_grants(self.flow)
+        found: list[Denied] = []
+        for alias, topics in self._topics().items():
+            clients = self._clients[alias]
+            mine = [g for g in grants if g.cluster == alias and g.resource == "TOPIC"]
+            allowed = _authorized(clients, topics)
+            for topic in sorted(allowed):
+                needed = [g for g in mine if g.covers("TOPIC", topic)]
+                wanted = tuple(dict.fromkeys(op for g in needed for op in g.operations))
+                have = allowed[topic]
+                missing = tuple(op for op in wanted if have is not None and op not in have)
+                if have is None:
+                    missing = wanted  # not even DESCRIBE: the topic is hidden
+                if missing:
+                    why = "; ".join(dict.fromkeys(g.why for g in needed))
+                    found.append(Denied(alias, topic, missing, why, _principal(clients)))
+        return found
+
+    def _topics(self) -> dict[str, set[str]]:
+        """The topics the flow uses, per cluster alias."""
+        flow = self.flow
+        ready = self._ready()
+        topics: dict[str, set[str]] = {flow.source: set(ready), flow.target: set()}
+        topics[flow.target].update(flow.remote_topic(t) for t in ready)
+        topics[flow.target].update({PROGRESS_TOPIC, METRICS_TOPIC})
+        if flow.value("emit.checkpoints.enabled"):
+            topics[flow.target].add(flow.policy.checkpoints_topic(flow.source))
+        topics[flow.offset_syncs_cluster].add(flow.offset_syncs_topic)
+        return topics
+
+
+def _authorized(clients: ClusterClients, topics: Iterable[str]) -> dict[str, set[str] | None]:
+    """Topic -> the operations the principal may perform (None: not even DESCRIBE).
+
+    Topics that do not exist, and every topic of a cluster without an
+    authorizer (it reports no operations), are left out.
+    """
+    names = sorted(topics)
+    if not names:
+        return {}
+    futures = clients.admin.describe_topics(
+        TopicCollection(names), include_authorized_operations=True, request_timeout=_TIMEOUT_S
+    )
+    answer: dict[str, set[str] | None] = {}
+    for name, future in futures.items():
+        try:
+            description = future.result(timeout=_TIMEOUT_S)
+        except KafkaException as exc:
+            code = _code(exc)
+            if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                answer[name] = None
+            elif code != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+            continue
+        operations = description.authorized_operations
+        if operations is None:
+            continue  # the cluster has no authorizer: nothing is denied
+        answer[name] = {str(getattr(op, "name", op)) for op in operations}
+    return answer
+
+
+def _code(exc: KafkaException) -> Any:
+    error = exc.args[0] if exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+def _principal(clients: ClusterClients) -> str:
+    user = clients.admin_settings.get("sasl.username")
+    return f"User:{user}" if user else "the flow's principal"

@@ -173,8 +173,9 @@ def test_checkpointed_groups_with_their_translated_offsets(replicated):
         assert 0 <= entry["age_ms"] < 120_000
     # The checkpoint's latency reaches the service with the flow's next raw metrics.
     latency = wait_until(
-        lambda: (m := _metric(r, _topic(r, r.big), "checkpoint-latency-ms"))["min"] is not None
-        and m,
+        lambda: (
+            (m := _metric(r, _topic(r, r.big), "checkpoint-latency-ms"))["min"] is not None and m
+        ),
         timeout=30,
         what="the checkpoint latency",
     )

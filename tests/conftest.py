@@ -57,6 +57,18 @@ def three_clusters(cluster_pool: ClusterPool) -> tuple[DevCluster, DevCluster, D
 
 
 @pytest.fixture(scope="session")
+def secured_clusters(tmp_path_factory: pytest.TempPathFactory):
+    """Two clusters (east, west) with SASL_SSL only and the authorizer on (see `devsecurity`).
+
+    The replication user has no ACL until a test grants it some.
+    """
+    dev = DevClusters(tmp_path_factory.mktemp("secured"))
+    dev.up(("east", "west"), die_with_parent=True, security="sasl_ssl")
+    yield dev
+    dev.down()
+
+
+@pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):
     from mirrorline.engine.session import build_spark_session
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from mirrorline.cli import logs
 from mirrorline.config import ConfigError, load_config
 from mirrorline.control.heartbeats import HeartbeatStatus, heartbeat_flows_for
 from mirrorline.driver import (
@@ -54,9 +55,7 @@ def driver(
     Several drivers may run the same configuration: each flow is replicated by one
     of them, the others stand by and take over when it stops or dies.
     """
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(logging.INFO)
     try:
         spark_settings = parse_spark_conf(spark_conf)
     except typer.BadParameter as exc:
@@ -101,7 +100,10 @@ def driver(
         from mirrorline.engine.session import build_spark_session
 
         spark = build_spark_session(
-            app_name="mirrorline driver", master=master or None, conf=spark_settings
+            app_name="mirrorline driver",
+            master=master or None,
+            conf=spark_settings,
+            log_level=logs.spark_level(),
         )
     except JvmSetupError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mirrorline import __version__
+from mirrorline.cli import logs
 from mirrorline.cli.acls_cmd import acls
 from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
@@ -42,5 +43,17 @@ def main(
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version."
     ),
+    log_level: str = typer.Option(
+        "",
+        "--log-level",
+        help=f"Log level ({', '.join(logs.LEVELS)}); default: info for driver and service, "
+        "warnings only for other commands.",
+    ),
 ) -> None:
     """Cross-cluster Apache Kafka replication on Apache Spark."""
+    if log_level:
+        if log_level.lower() not in logs.LEVELS:
+            raise typer.BadParameter(
+                f"use one of {', '.join(logs.LEVELS)}", param_hint="--log-level"
+            )
+        logs.choose(log_level.lower())

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from mirrorline.cli import logs
 from mirrorline.config import ConfigError, load_config
 from mirrorline.config.service_settings import ServiceSettings
 from mirrorline.service.credentials import (
@@ -61,9 +62,7 @@ def service(
     if config is None:
         err.print("[red]error:[/red] missing --config FILE (the properties file)", highlight=False)
         raise typer.Exit(2)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(logging.INFO)
     try:
         loaded = load_config(config)
         settings = ServiceSettings.of(loaded)

@@ -47,6 +47,10 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
+    # Spark redacts settings and source options whose name matches these when it
+    # shows or logs them; Kafka's `sasl.jaas.config` holds a password in its value.
+    "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|jaas|credential",
+    "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|secret|token",
 }
 
 
@@ -73,6 +77,7 @@ def build_spark_session(
     app_name: str = "mirrorline",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    log_level: str = "WARN",
 ):
     """Create (or return the running) Spark session with Mirrorline's settings.
 
@@ -109,7 +114,7 @@ def build_spark_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    session.sparkContext.setLogLevel(log_level)
     return session
 
 

@@ -33,7 +33,8 @@ _SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
 class DriverProcess:
     """One start of `python -m mirrorline driver`, its output in `log_path`.
 
-    `driver_args` are more options of the command (`--master`, `--spark-conf`).
+    `driver_args` are more options of the command (`--master`, `--spark-conf`),
+    `global_args` options of `mirrorline` itself (`--log-level debug`).
     """
 
     def __init__(
@@ -44,6 +45,7 @@ class DriverProcess:
         *,
         status_every: float = 5,
         driver_args: Sequence[str] = (),
+        global_args: Sequence[str] = (),
     ) -> None:
         self.log_path = log_path
         env = dict(os.environ)
@@ -51,7 +53,8 @@ class DriverProcess:
             p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH", "")) if p
         )
         env["PYTHONUNBUFFERED"] = "1"
-        command = [sys.executable, "-m", "mirrorline", "driver", "--config", str(config)]
+        command = [sys.executable, "-m", "mirrorline", *global_args, "driver"]
+        command += ["--config", str(config)]
         command += ["--work-dir", str(work_dir), "--status-every", str(status_every)]
         command += driver_args
         log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,9 @@ other commands stay quiet (warnings only) unless one was. At DEBUG Spark's own
 log goes from WARN to INFO (its DEBUG output is for Spark's developers and
 can be had with a log4j configuration of one's own). librdkafka's debug
 contexts are a client setting: `debug = security,broker` in the properties
-file. No level prints a secret: settings are redacted wherever they are shown.
+file. No level prints a secret: settings are redacted wherever they are shown,
+and libraries that trace their wire protocol at DEBUG (py4j, which carries the
+settings to Spark's JVM) are kept at INFO.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ __all__ = ["LEVELS", "choose", "configure", "spark_level"]
 LEVELS = ("debug", "info", "warning", "error")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
+# Loggers that trace a protocol's every message at DEBUG: py4j logs each command
+# sent to Spark's JVM, settings and passwords included. They never go below INFO.
+_WIRE_TRACES = ("py4j",)
+
 _chosen: int | None = None
 
 
@@ -24,13 +30,19 @@ def choose(name: str) -> None:
     """Use level `name` (one of `LEVELS`) for this command, from now on."""
     global _chosen
     _chosen = getattr(logging, name.upper())
-    logging.basicConfig(level=_chosen, format=FORMAT, force=True)
+    _basic(_chosen)
 
 
 def configure(default: int) -> None:
     """Log at `default` unless a level was chosen on the command line."""
     if _chosen is None:
-        logging.basicConfig(level=default, format=FORMAT, force=True)
+        _basic(default)
+
+
+def _basic(level: int) -> None:
+    logging.basicConfig(level=level, format=FORMAT, force=True)
+    for name in _WIRE_TRACES:
+        logging.getLogger(name).setLevel(max(level, logging.INFO))
 
 
 def spark_level() -> str:

@@ -11,7 +11,7 @@ one sentence per resource:
     (needed for: remote topics)
 
 The check runs with the topic refresh while the flow runs, and right away
-when the flow fails on an authorization error, so the failure's reason names
+when the flow fails while its clusters answer, so the failure's reason names
 the ACL to grant. Topics that do not exist yet are skipped (CREATE on them is
 only visible when creating them fails). Transactional ids, groups and the
 cluster resource have no such question in Kafka's protocol; their denials
@@ -32,10 +32,9 @@ from mirrorline.kafka import ClusterClients
 from mirrorline.permissions import required_grants
 from mirrorline.raw_metrics import METRICS_TOPIC
 
-__all__ = ["AccessCheck", "Denied", "MissingPermissions", "is_authorization_error"]
+__all__ = ["AccessCheck", "Denied", "MissingPermissions"]
 
 _TIMEOUT_S = 10.0
-_AUTHORIZATION_WORDS = ("authorization failed", "not authorized", "authorizationexception")
 
 
 @dataclass(frozen=True)
@@ -61,12 +60,6 @@ class MissingPermissions(RuntimeError):
     def __init__(self, denied: Iterable[Denied]) -> None:
         self.denied = tuple(denied)
         super().__init__("; ".join(str(d) for d in self.denied) + " (see `mirrorline acls`)")
-
-
-def is_authorization_error(text: str) -> bool:
-    """Whether an error message is a Kafka authorization failure."""
-    lowered = text.lower()
-    return any(word in lowered for word in _AUTHORIZATION_WORDS)
 
 
 class AccessCheck:

@@ -330,7 +330,8 @@ class FlowRunner:
         self._failures += 1
         self._retry_at = now + backoff
         self._failed_in_outage = bool(self.health.unreachable())
-        reason = self.loops.explain(reason)
+        if not self._failed_in_outage:
+            reason = self.loops.explain(reason)
         if self.committer.failure() is not None:
             self._prepared = False  # start again from what is saved
         self._set_state("failed", f"{reason} (retrying in {backoff:.0f}s)")

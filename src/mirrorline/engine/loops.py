@@ -21,7 +21,7 @@ from mirrorline.control.acl_sync import TopicAclSync
 from mirrorline.control.checkpointing import Checkpointer
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
-from mirrorline.engine.access import AccessCheck, MissingPermissions, is_authorization_error
+from mirrorline.engine.access import AccessCheck, MissingPermissions
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.data_path import DataPath
@@ -105,9 +105,11 @@ class FlowLoops:
         self.scheduler.run(stage, now)
 
     def explain(self, reason: str) -> str:
-        """A failure's reason; for an authorization failure, the ACLs the brokers deny."""
-        if not is_authorization_error(reason):
-            return reason
+        """A failure's reason, or the ACLs the brokers deny the flow when some are missing.
+
+        Spark reports a denial deep inside a Java stack, so every failure is
+        checked, not only those whose first line says "authorization".
+        """
         try:
             self.access.check()
         except MissingPermissions as exc:

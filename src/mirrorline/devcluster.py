@@ -8,7 +8,11 @@ one node. A set of clusters shares a directory holding:
 - ``clusters.json``: what is running (alias, ports, pid), read by `status` and `down`;
 - ``clusters.properties``: a ready-to-use MM2-format file naming the clusters;
 - ``<alias>/``: the broker's config (``server.properties``, ``layout.json``), data and
-  logs (``broker.out``, ``logs/server.log``).
+  logs (``broker.out``, ``logs/server.log``);
+- ``security/``, for clusters started with ``security="sasl_ssl"``: their CA, users
+  and broker keys (see `devsecurity`).
+
+What each broker runs and with which settings is `devbroker`'s part.
 
 `stop(alias)` and `start(alias)` take one broker away and bring it back on the
 same ports and data, as a broker outage would (for outage tests).
@@ -19,28 +23,29 @@ kernel if the Python process dies without cleaning up, so no JVM outlives it.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 
 from mirrorline import jvm
 from mirrorline.certificates import write_private
+from mirrorline.devbroker import Layout, format_command, launch, new_cluster_id, server_properties
 from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
-from mirrorline.process import dying_with_parent
+from mirrorline.process import (
+    pid_alive,
+    port_accepts,
+    reserve_port,
+    tail,
+    terminate_child,
+    terminate_pid,
+)
 
-BROKER_MAIN = "kafka.Kafka"
-STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 STATE_FILE = "clusters.json"
 LAYOUT_FILE = "layout.json"  # in each cluster's directory: how to start it again
 PROPERTIES_FILE = "clusters.properties"
@@ -118,7 +123,7 @@ class DevClusters:
         return self.security.client_config(cluster.bootstrap_servers, user)
 
     def health(self) -> list[ClusterHealth]:
-        return [ClusterHealth(c, _is_our_broker(c), _port_accepts(c.port)) for c in self.clusters()]
+        return [ClusterHealth(c, _is_our_broker(c), port_accepts(c.port)) for c in self.clusters()]
 
     # -- starting --------------------------------------------------------------------
 
@@ -155,7 +160,7 @@ class DevClusters:
         started: list[DevCluster] = []
         try:
             with ExitStack() as ports_held:
-                ports = [_reserve_port(ports_held) for _ in range(2 * len(wanted))]
+                ports = [reserve_port(ports_held) for _ in range(2 * len(wanted))]
             if security != "plaintext":
                 say("making the certificate authority, broker certificates and users")
                 self.security.ensure()
@@ -165,14 +170,14 @@ class DevClusters:
             ]
             say(f"formatting storage for {', '.join(wanted)}")
             _run_all(
-                [_format_command(java, classpath, lay, self.security) for lay in layouts],
+                [format_command(java, classpath, lay, self.security) for lay in layouts],
                 timeout,
             )
             for lay in layouts:
                 say(f"starting {lay.alias} on {lay.bootstrap_servers}")
-                popen = _launch(java, classpath, lay, die_with_parent)
+                popen = launch(java, classpath, lay, die_with_parent)
                 self._children[lay.alias] = popen
-                started.append(lay.with_pid(popen.pid))
+                started.append(_started(lay, popen.pid))
                 self._save(self.clusters() + [started[-1]])
             for cluster in started:
                 self._wait_ready(cluster, deadline=time.monotonic() + timeout)
@@ -186,20 +191,20 @@ class DevClusters:
         self._write_properties()
         return started
 
-    def _lay_out(self, alias: str, port: int, controller_port: int, security: str) -> _Layout:
+    def _lay_out(self, alias: str, port: int, controller_port: int, security: str) -> Layout:
         home = self.directory / alias
         if home.exists():
             shutil.rmtree(home)  # a stopped cluster's leftovers: start clean
         (home / "logs").mkdir(parents=True)
-        layout = _Layout(
+        layout = Layout(
             alias=alias,
             bootstrap_servers=f"127.0.0.1:{port}",
             controller_port=controller_port,
-            cluster_id=_new_cluster_id(),
+            cluster_id=new_cluster_id(),
             directory=str(home),
             security=security,
         )
-        settings = _server_properties(layout)
+        settings = server_properties(layout)
         if security != "plaintext":
             settings.update(
                 self.security.server_properties(alias, layout.bootstrap_servers, controller_port)
@@ -211,10 +216,10 @@ class DevClusters:
         (home / LAYOUT_FILE).write_text(json.dumps(asdict(layout), indent=2))
         return layout
 
-    def _read_layout(self, alias: str) -> _Layout:
+    def _read_layout(self, alias: str) -> Layout:
         path = self.directory / alias / LAYOUT_FILE
         try:
-            return _Layout(**json.loads(path.read_text()))
+            return Layout(**json.loads(path.read_text()))
         except FileNotFoundError:
             raise DevClusterError(
                 f"no stopped dev cluster named {alias!r} in {self.directory}"
@@ -231,10 +236,10 @@ class DevClusters:
             if popen is not None and popen.poll() is not None:
                 raise DevClusterError(
                     f"broker {cluster.alias} exited with code {popen.returncode} while "
-                    f"starting; its output:\n{_tail(Path(cluster.directory) / 'broker.out')}"
+                    f"starting; its output:\n{tail(Path(cluster.directory) / 'broker.out')}"
                 )
             # Ask Kafka only once the port is open: librdkafka logs every refused connect.
-            if admin is None and _port_accepts(cluster.port):
+            if admin is None and port_accepts(cluster.port):
                 admin = AdminClient(dict(self.client_config(cluster)))
             if admin is not None:
                 try:
@@ -285,13 +290,13 @@ class DevClusters:
             raise DevClusterError(f"dev cluster {alias!r} is already running in {self.directory}")
         layout = self._read_layout(alias)
         for port in (layout.port, layout.controller_port):
-            if _port_accepts(port):
+            if port_accepts(port):
                 raise DevClusterError(
                     f"cannot start {alias} again: port {port} is taken by another process"
                 )
-        popen = _launch(jvm.java_executable(), jvm.classpath("kafka"), layout, die_with_parent)
+        popen = launch(jvm.java_executable(), jvm.classpath("kafka"), layout, die_with_parent)
         self._children[alias] = popen
-        cluster = layout.with_pid(popen.pid)
+        cluster = _started(layout, popen.pid)
         self._save(self.clusters() + [cluster])
         try:
             self._wait_ready(cluster, deadline=time.monotonic() + timeout)
@@ -304,9 +309,9 @@ class DevClusters:
     def _stop(self, cluster: DevCluster, timeout: float = 30.0) -> None:
         popen = self._children.pop(cluster.alias, None)
         if popen is not None:
-            _terminate_child(popen, timeout)
+            terminate_child(popen, timeout)
         elif _is_our_broker(cluster):
-            _terminate_pid(cluster.pid, timeout)
+            terminate_pid(cluster.pid, timeout)
         _wait_port_closed(cluster.port, time.monotonic() + timeout)
         _wait_port_closed(cluster.controller_port, time.monotonic() + timeout)
 
@@ -338,25 +343,6 @@ class DevClusters:
         self.properties_file.write_text("\n".join(lines) + "\n")
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """A cluster's directory and ports before its process exists."""
-
-    alias: str
-    bootstrap_servers: str
-    controller_port: int
-    cluster_id: str
-    directory: str
-    security: str = "plaintext"
-
-    @property
-    def port(self) -> int:
-        return int(self.bootstrap_servers.rsplit(":", 1)[1])
-
-    def with_pid(self, pid: int) -> DevCluster:
-        return DevCluster(pid=pid, **asdict(self))
-
-
 def _checked_aliases(aliases: Iterable[str]) -> list[str]:
     wanted = [a.strip() for a in aliases if a.strip()]
     if not wanted:
@@ -369,92 +355,6 @@ def _checked_aliases(aliases: Iterable[str]) -> list[str]:
     if len(set(wanted)) != len(wanted):
         raise DevClusterError(f"duplicate cluster alias in {', '.join(wanted)}")
     return wanted
-
-
-def _server_properties(layout: _Layout) -> dict[str, str]:
-    home = Path(layout.directory)
-    settings = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{layout.controller_port}",
-        "controller.listener.names": "CONTROLLER",
-        "listeners": f"PLAINTEXT://{layout.bootstrap_servers},"
-        f"CONTROLLER://127.0.0.1:{layout.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{layout.bootstrap_servers}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(home / "data"),
-        # One node: every internal topic must live with replication factor 1.
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "10",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "num.partitions": "1",
-        "default.replication.factor": "1",
-        "min.insync.replicas": "1",
-        # Mirrorline creates the topics it writes; auto-creation would hide mistakes.
-        "auto.create.topics.enable": "false",
-        "group.initial.rebalance.delay.ms": "0",
-        # Make retention and compaction act within seconds, so tests can watch them.
-        "log.initial.task.delay.ms": "1000",
-        "log.retention.check.interval.ms": "1000",
-        "log.cleaner.backoff.ms": "500",
-        "log.segment.delete.delay.ms": "1000",
-        "file.delete.delay.ms": "1000",
-    }
-    return settings
-
-
-def _new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding.
-
-    Ids starting with "-" are drawn again: command-line tools (the storage
-    formatter among them) would read them as an option.
-    """
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):
-            return cluster_id
-
-
-def _log_config() -> Path:
-    return Path(str(resources.files("mirrorline.resources") / "broker-log4j2.properties"))
-
-
-def _java_command(java: str, classpath: str, layout: _Layout, main: str) -> list[str]:
-    return [
-        java,
-        "-Xms256m",
-        "-Xmx1g",
-        "-XX:+UseG1GC",
-        "-XX:MaxGCPauseMillis=20",
-        "-XX:+ExitOnOutOfMemoryError",
-        "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={_log_config()}",
-        f"-Dkafka.logs.dir={Path(layout.directory) / 'logs'}",
-        # Lets `down` recognise its brokers even across process restarts.
-        f"-Dmirrorline.dev.cluster={layout.directory}",
-        "-cp",
-        classpath,
-        main,
-    ]
-
-
-def _format_command(java: str, classpath: str, layout: _Layout, security: DevSecurity) -> list[str]:
-    config = str(Path(layout.directory) / "server.properties")
-    command = _java_command(java, classpath, layout, STORAGE_TOOL_MAIN) + [
-        "format",
-        "--cluster-id",
-        layout.cluster_id,
-        "--config",
-        config,
-    ]
-    if layout.security != "plaintext":
-        command += security.format_arguments()
-    return command
 
 
 def _run_all(commands: list[list[str]], timeout: float) -> None:
@@ -475,70 +375,9 @@ def _run_all(commands: list[list[str]], timeout: float) -> None:
         raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
 
 
-def _launch(
-    java: str, classpath: str, layout: _Layout, die_with_parent: bool
-) -> subprocess.Popen[bytes]:
-    command = _java_command(java, classpath, layout, BROKER_MAIN)
-    command.append(str(Path(layout.directory) / "server.properties"))
-    if die_with_parent:
-        # The kernel kills the broker if this process dies, even by SIGKILL.
-        command = dying_with_parent(command)
-    # Appended to: a cluster started again keeps the output of its earlier run.
-    out = open(Path(layout.directory) / "broker.out", "ab")  # noqa: SIM115 - child owns it
-    try:
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            # Own session: a terminal's Ctrl-C reaches Mirrorline, which stops brokers in order.
-            start_new_session=True,
-        )
-    finally:
-        out.close()
-
-
-def _terminate_child(popen: subprocess.Popen[bytes], timeout: float) -> None:
-    if popen.poll() is None:
-        popen.terminate()
-        try:
-            popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            popen.kill()
-            popen.wait(10)
-
-
-def _terminate_pid(pid: int, timeout: float) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while _pid_alive(pid):
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-        time.sleep(0.1)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie has exited; only its parent's wait is missing.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _is_our_broker(cluster: DevCluster) -> bool:
     """True when pid is alive and is the broker of this cluster (not a reused pid)."""
-    if not _pid_alive(cluster.pid):
+    if not pid_alive(cluster.pid):
         return False
     try:
         cmdline = Path(f"/proc/{cluster.pid}/cmdline").read_bytes().split(b"\0")
@@ -547,28 +386,12 @@ def _is_our_broker(cluster: DevCluster) -> bool:
     return f"-Dmirrorline.dev.cluster={cluster.directory}".encode() in cmdline
 
 
-def _reserve_port(stack: ExitStack) -> int:
-    """A free loopback port; held open until the stack closes so that picks never collide."""
-    sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-    sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
-
-
-def _port_accepts(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 def _wait_port_closed(port: int, deadline: float) -> None:
-    while _port_accepts(port):
+    while port_accepts(port):
         if time.monotonic() > deadline:
             raise DevClusterError(f"port {port} still accepts connections after the broker stopped")
         time.sleep(0.1)
 
 
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no output)"
+def _started(layout: Layout, pid: int) -> DevCluster:
+    return DevCluster(pid=pid, **asdict(layout))

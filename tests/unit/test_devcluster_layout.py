@@ -6,19 +6,14 @@ import base64
 
 import pytest
 
-from mirrorline.devcluster import (
-    DevClusterError,
-    _checked_aliases,
-    _Layout,
-    _new_cluster_id,
-    _server_properties,
-)
+from mirrorline.devbroker import Layout, new_cluster_id, server_properties
+from mirrorline.devcluster import DevClusterError, _checked_aliases
 from mirrorline.devsecurity import DevSecurity
 from mirrorline.engine.session import _artifact_name
 
 
 def test_cluster_ids_are_kafka_uuids():
-    ids = {_new_cluster_id() for _ in range(2000)}
+    ids = {new_cluster_id() for _ in range(2000)}
     assert len(ids) == 2000
     for cluster_id in ids:
         assert len(cluster_id) == 22
@@ -45,8 +40,8 @@ def test_aliases_are_trimmed():
 
 
 def test_broker_settings_fit_a_single_node():
-    layout = _Layout("east", "127.0.0.1:19092", 19093, "id", "/tmp/x/east")
-    settings = _server_properties(layout)
+    layout = Layout("east", "127.0.0.1:19092", 19093, "id", "/tmp/x/east")
+    settings = server_properties(layout)
     assert settings["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
     assert settings["controller.quorum.voters"] == "1@127.0.0.1:19093"
     assert settings["log.dirs"] == "/tmp/x/east/data"

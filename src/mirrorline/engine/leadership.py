@@ -42,7 +42,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.engine.context import FlowContext
-from mirrorline.kafka import ClusterClients, ensure_topic
+from mirrorline.engine.health import ClusterProbe
+from mirrorline.kafka import ClusterClients, KafkaOperationError, ensure_topic
 
 log = logging.getLogger(__name__)
 
@@ -248,20 +249,30 @@ class FlowLeadership:
                 self._take_part()
                 return
             except Exception as exc:  # noqa: BLE001 - reported, retried after a pause
-                self._lose(f"leadership group failed: {exc}")
-                self._set_problem(str(exc))
+                problem = str(exc)
+                self._lose(f"leadership group failed: {problem}")
+                self._set_problem(problem)
                 log.warning(
                     "flow %s: leadership group %s on %s: %s",
                     self.flow_name,
                     self.group,
                     self._target,
-                    exc,
+                    problem,
                 )
                 self._stop.wait(RETRY_S[min(failures, len(RETRY_S) - 1)])
                 failures += 1
 
     def _take_part(self) -> None:
-        """Be a member of the group until closed; callbacks run inside `poll`."""
+        """Be a member of the group until closed; callbacks run inside `poll`.
+
+        The cluster is asked first, with a short timeout: a wrong password or a
+        broker nobody listens on is then reported in librdkafka's words at once,
+        not as the timeout of a topic creation half a minute later.
+        """
+        probe = ClusterProbe(self._target, "target", self._clients.admin_settings, LEADERSHIP_TOPIC)
+        verdict = probe.probe()
+        if not verdict.reachable:
+            raise KafkaOperationError(str(verdict))
         admin = self._clients.admin
         ensure_topic(admin, LEADERSHIP_TOPIC, replication_factor=self._replication_factor)
         consumer = Consumer(self._consumer_settings)

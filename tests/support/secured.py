@@ -16,6 +16,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrorline.config import load_config
+from mirrorline.control.acl_sync import exact_filter
 from mirrorline.devcluster import DevClusters
 from mirrorline.devsecurity import REPLICATION_USER
 from mirrorline.permissions import Grant, heartbeat_grants, merged, required_grants
@@ -64,16 +65,7 @@ def grant_all(dev: DevClusters, grants: Iterable[Grant], principal: str = PRINCI
 
 def revoke(dev: DevClusters, alias: str, binding: AclBinding) -> None:
     admin = AdminClient(dict(dev.client_config(alias)))
-    acl_filter = AclBindingFilter(
-        binding.restype,
-        binding.name,
-        binding.resource_pattern_type,
-        binding.principal,
-        binding.host,
-        binding.operation,
-        binding.permission_type,
-    )
-    for future in admin.delete_acls([acl_filter]).values():
+    for future in admin.delete_acls([exact_filter(binding)]).values():
         future.result(timeout=30)
 
 

@@ -205,7 +205,11 @@ class TopicAclSync:
         if step.create:
             _check_all(self._target.admin.create_acls([a.binding() for a in sorted(step.create)]))
         if step.delete:
-            _check_all(self._target.admin.delete_acls([_exactly(a) for a in sorted(step.delete)]))
+            _check_all(
+                self._target.admin.delete_acls(
+                    [exact_filter(a.binding()) for a in sorted(step.delete)]
+                )
+            )
         if step.owned != owned:
             self._save(step.owned)
         for acl in sorted(step.create):
@@ -260,8 +264,8 @@ def _describe(admin: AdminClient) -> list[TopicAcl]:
     return [TopicAcl.of(b) for b in bindings]
 
 
-def _exactly(acl: TopicAcl) -> AclBindingFilter:
-    binding = acl.binding()
+def exact_filter(binding: AclBinding) -> AclBindingFilter:
+    """The filter that matches `binding` and nothing else (for DeleteAcls)."""
     return AclBindingFilter(
         binding.restype,
         binding.name,

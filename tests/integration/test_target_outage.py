@@ -199,9 +199,11 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
                 f"{seen.state}: {seen.reason}"
             )
             served = wait_until(
-                lambda: (s := _served_state(flow_url))[0] == "degraded"
-                and "target cluster west" in s[1]
-                and s,
+                lambda: (
+                    (s := _served_state(flow_url))[0] == "degraded"
+                    and "target cluster west" in s[1]
+                    and s
+                ),
                 timeout=30 - (time.monotonic() - stopped_at),
                 what="the service to report the outage within 30 s",
             )

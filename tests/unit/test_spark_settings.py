@@ -88,6 +88,7 @@ def test_driver_passes_master_and_spark_conf_to_the_session(
             "app_name": "mirrorline driver",
             "master": "spark://10.0.0.1:7077",
             "conf": {"spark.executor.memory": "3g", "spark.ui.port": "4050"},
+            "log_level": "WARN",
         }
     ]
 

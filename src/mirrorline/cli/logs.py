@@ -40,7 +40,8 @@ def configure(default: int) -> None:
 
 
 def _basic(level: int) -> None:
-    logging.basicConfig(level=level, format=FORMAT, force=True)
+    # Not forced: a process that set up logging itself (a test runner) keeps its handlers.
+    logging.basicConfig(level=level, format=FORMAT)
     for name in _WIRE_TRACES:
         logging.getLogger(name).setLevel(max(level, logging.INFO))
 

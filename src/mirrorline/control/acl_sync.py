@@ -173,8 +173,6 @@ class TopicAclSync:
         )
         self._owned: frozenset[TopicAcl] | None = None  # read from the topic on first use
         self._quiet_source = False
-        self.copied = 0  # ACLs created on the target so far
-        self.removed = 0  # copies deleted since their source ACL went
 
     def sync(self, replicated: Iterable[str]) -> AclPlan | None:
         """One round; None when the source has no authorizer (nothing to copy)."""
@@ -216,8 +214,6 @@ class TopicAclSync:
             log.info("flow %s: copied ACL %s", self.flow.name, acl)
         for acl in sorted(step.delete):
             log.info("flow %s: removed copied ACL %s", self.flow.name, acl)
-        self.copied += len(step.create)
-        self.removed += len(step.delete)
         return step
 
     def close(self) -> None:

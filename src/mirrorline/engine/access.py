@@ -86,10 +86,8 @@ class AccessCheck:
             for topic in sorted(allowed):
                 needed = [g for g in mine if g.covers("TOPIC", topic)]
                 wanted = tuple(dict.fromkeys(op for g in needed for op in g.operations))
-                have = allowed[topic]
-                missing = tuple(op for op in wanted if have is not None and op not in have)
-                if have is None:
-                    missing = wanted  # not even DESCRIBE: the topic is hidden
+                have = allowed[topic]  # None: not even DESCRIBE, the topic is hidden
+                missing = tuple(op for op in wanted if have is None or op not in have)
                 if missing:
                     why = "; ".join(dict.fromkeys(g.why for g in needed))
                     found.append(Denied(alias, topic, missing, why, _principal(clients)))

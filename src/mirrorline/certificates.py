@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,14 +144,21 @@ class CertificateAuthority:
 
 
 def write_private(path: Path, data: bytes | str) -> None:
-    """Write a file only its owner can read, created with that mode (never briefly wider)."""
+    """Write a file only its owner can read (keys, passwords, users files).
+
+    It is written beside its place, mode 0600 from the start, and then moved
+    there: never briefly readable by others, never seen half-written.
+    """
     raw = data.encode() if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(raw)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(raw)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _key_pem(key: rsa.RSAPrivateKey) -> bytes:

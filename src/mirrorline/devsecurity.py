@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorline.certificates import CertificateAuthority, write_private
+from mirrorline.config.properties import read_properties
 
 __all__ = ["ADMIN_USER", "REPLICATION_USER", "SECURITY_MODES", "DevSecurity"]
 
@@ -74,10 +75,9 @@ class DevSecurity:
         )
 
     def password(self, user: str) -> str:
-        for line in self.secrets_file.read_text().splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == f"{user}.password":
-                return value.strip()
+        for entry in read_properties(self.secrets_file):
+            if entry.key == f"{user}.password":
+                return entry.value
         raise KeyError(f"no password for {user} in {self.secrets_file}")
 
     def broker_keystore(self, alias: str) -> Path:

@@ -79,6 +79,17 @@ _MISSING = {
 }
 
 
+def error_code(exc: KafkaException) -> int | None:
+    """The librdkafka error code a `KafkaException` carries, if any."""
+    error = exc.args[0] if exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+def enum_name(value: object) -> str:
+    """The name of an admin API enumeration value (`AclOperation.READ` -> `READ`)."""
+    return str(getattr(value, "name", value))
+
+
 def ensure_topic(
     admin: AdminClient,
     name: str,

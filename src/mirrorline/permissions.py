@@ -48,7 +48,14 @@ from dataclasses import dataclass
 
 from mirrorline.config.model import FlowConfig
 
-__all__ = ["Grant", "heartbeat_grants", "merged", "probe_topic", "required_grants"]
+__all__ = [
+    "Grant",
+    "heartbeat_grants",
+    "merged",
+    "probe_topic",
+    "remote_resource",
+    "required_grants",
+]
 
 OWN_PREFIX = "mirrorline"
 OWN_TOPICS_PREFIX = "mirrorline."
@@ -104,7 +111,7 @@ def required_grants(flow: FlowConfig) -> list[Grant]:
     grants: list[Grant] = []
     for pattern, name, note in _resources(flow.topic_filter.include):
         grants.append(Grant(src, "TOPIC", pattern, name, _SOURCE_TOPIC, "read topics", note))
-        remote_pattern, remote_name = _remote(flow, pattern, name)
+        remote_pattern, remote_name = remote_resource(flow, pattern, name)
         grants.append(
             Grant(dst, "TOPIC", remote_pattern, remote_name, _REMOTE_TOPIC, "remote topics", note)
         )
@@ -195,8 +202,13 @@ def _resources(patterns: Sequence[str]) -> Iterable[tuple[str, str, str]]:
             yield "LITERAL", "*", f"the pattern {regex!r} is no ACL resource; all names"
 
 
-def _remote(flow: FlowConfig, pattern: str, name: str) -> tuple[str, str]:
-    """The target resource of source topics `name` (remote names under the flow's policy)."""
+def remote_resource(flow: FlowConfig, pattern: str, name: str) -> tuple[str, str]:
+    """(pattern type, name) on the target of the source topic resource (`pattern`, `name`).
+
+    Names become remote names under the flow's policy; the wildcard `*` becomes
+    the prefix of all remote topics from the source (`A.`), or stays `*` under a
+    policy that keeps names.
+    """
     if name == "*":
         prefix = flow.policy.format_remote_topic(flow.source, "")
         return ("PREFIXED", prefix) if prefix else ("LITERAL", "*")

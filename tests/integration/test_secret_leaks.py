@@ -10,7 +10,6 @@ log) is searched for every secret.
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import sys
@@ -18,10 +17,9 @@ from pathlib import Path
 
 from confluent_kafka.admin import AclOperation
 
-import mirrorline
 from mirrorline.devcluster import DevClusters
 from mirrorline.devsecurity import REPLICATION_USER
-from support.driver_process import DriverProcess
+from support.driver_process import DriverProcess, child_env
 from support.kafka_io import (
     Record,
     commit_offsets,
@@ -33,8 +31,6 @@ from support.kafka_io import (
 from support.secured import PRINCIPAL, grant_documented, revoke, secured_config, topic_acl
 from support.service import Protection, fetch, free_port
 from support.wait import wait_until
-
-_SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
 
 
 def test_no_secret_reaches_any_output(secured_clusters: DevClusters, tmp_path):
@@ -225,13 +221,7 @@ def _run(arguments: list[str]) -> str:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH", "")) if p
-    )
-    env["PYTHONUNBUFFERED"] = "1"
-    env["COLUMNS"] = "200"
-    return env
+    return {**child_env(), "COLUMNS": "200"}
 
 
 def _read_tree(root: Path) -> str:

@@ -30,6 +30,16 @@ from support.sessions import kill_session
 _SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
 
 
+def child_env() -> dict[str, str]:
+    """The environment of a `python -m mirrorline` child: this Mirrorline, unbuffered."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 class DriverProcess:
     """One start of `python -m mirrorline driver`, its output in `log_path`.
 
@@ -48,11 +58,7 @@ class DriverProcess:
         global_args: Sequence[str] = (),
     ) -> None:
         self.log_path = log_path
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(_SOURCE_ROOT), env.get("PYTHONPATH", "")) if p
-        )
-        env["PYTHONUNBUFFERED"] = "1"
+        env = child_env()
         command = [sys.executable, "-m", "mirrorline", *global_args, "driver"]
         command += ["--config", str(config)]
         command += ["--work-dir", str(work_dir), "--status-every", str(status_every)]

@@ -49,6 +49,8 @@ from mirrorline.config.model import FlowConfig
 from mirrorline.engine.context import FlowContext
 from mirrorline.formats import json_record
 from mirrorline.internal_topic import COMPACTED, InternalTopic
+from mirrorline.kafka import enum_name, error_code
+from mirrorline.permissions import remote_resource
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +83,12 @@ class TopicAcl:
     @classmethod
     def of(cls, binding: AclBinding) -> TopicAcl:
         return cls(
-            _enum_name(binding.resource_pattern_type),
+            enum_name(binding.resource_pattern_type),
             binding.name,
             binding.principal,
             binding.host,
-            _enum_name(binding.operation),
-            _enum_name(binding.permission_type),
+            enum_name(binding.operation),
+            enum_name(binding.permission_type),
         )
 
     def binding(self) -> AclBinding:
@@ -127,14 +129,12 @@ def copies_of(
 def _remote_resource(
     acl: TopicAcl, flow: FlowConfig, replicated: Set[str]
 ) -> tuple[str, str] | None:
-    if acl.name == "*" and acl.pattern == "LITERAL":
-        prefix = flow.policy.format_remote_topic(flow.source, "")
-        return ("PREFIXED", prefix) if prefix else ("LITERAL", "*")
+    """Where `acl` is copied to, or None when it covers no replicated topic."""
     if acl.pattern == "LITERAL":
-        return ("LITERAL", flow.remote_topic(acl.name)) if acl.name in replicated else None
-    if acl.pattern == "PREFIXED" and any(t.startswith(acl.name) for t in replicated):
-        return "PREFIXED", flow.remote_topic(acl.name)
-    return None
+        copied = acl.name == "*" or acl.name in replicated
+    else:
+        copied = any(t.startswith(acl.name) for t in replicated)
+    return remote_resource(flow, acl.pattern, acl.name) if copied else None
 
 
 @dataclass(frozen=True)
@@ -243,18 +243,13 @@ class _NoAuthorizer(Exception):
     """The cluster answers DescribeAcls with SECURITY_DISABLED."""
 
 
-def _enum_name(value: object) -> str:
-    return str(getattr(value, "name", value))
-
-
 def _describe(admin: AdminClient) -> list[TopicAcl]:
     try:
         bindings = admin.describe_acls(_ALL_TOPIC_ACLS, request_timeout=_TIMEOUT_S).result(
             timeout=_TIMEOUT_S
         )
     except KafkaException as exc:
-        error = exc.args[0]
-        if isinstance(error, KafkaError) and error.code() == KafkaError.SECURITY_DISABLED:
+        if error_code(exc) == KafkaError.SECURITY_DISABLED:
             raise _NoAuthorizer from None
         raise
     return [TopicAcl.of(b) for b in bindings]

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import PROGRESS_TOPIC
-from mirrorline.kafka import ClusterClients
+from mirrorline.kafka import ClusterClients, enum_name, error_code
 from mirrorline.permissions import required_grants
 from mirrorline.raw_metrics import METRICS_TOPIC
 
@@ -123,7 +122,7 @@ def _authorized(clients: ClusterClients, topics: Iterable[str]) -> dict[str, set
         try:
             description = future.result(timeout=_TIMEOUT_S)
         except KafkaException as exc:
-            code = _code(exc)
+            code = error_code(exc)
             if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                 answer[name] = None
             elif code != KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -132,13 +131,8 @@ def _authorized(clients: ClusterClients, topics: Iterable[str]) -> dict[str, set
         operations = description.authorized_operations
         if operations is None:
             continue  # the cluster has no authorizer: nothing is denied
-        answer[name] = {str(getattr(op, "name", op)) for op in operations}
+        answer[name] = {enum_name(op) for op in operations}
     return answer
-
-
-def _code(exc: KafkaException) -> Any:
-    error = exc.args[0] if exc.args else None
-    return error.code() if isinstance(error, KafkaError) else None
 
 
 def _principal(clients: ClusterClients) -> str:

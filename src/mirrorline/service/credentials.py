@@ -29,13 +29,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from mirrorline.certificates import write_private
 
 __all__ = [
     "ROLES",
@@ -226,7 +226,7 @@ def save_entry(path: Path, kind: Kind, entry: Entry) -> bool:
     Creates the file (owner only) when missing; keeps comments and other lines."""
     lines, found = _other_lines(path, kind, entry.name)
     lines.append(f"{entry.name}:{entry.role}:{entry.hash}\n")
-    _write(path, lines)
+    write_private(path, "".join(lines).encode("utf-8"))
     return found
 
 
@@ -234,7 +234,7 @@ def remove_entry(path: Path, kind: Kind, name: str) -> bool:
     """Remove the line of `name`; False if there was none."""
     lines, found = _other_lines(path, kind, name)
     if found:
-        _write(path, lines)
+        write_private(path, "".join(lines).encode("utf-8"))
     return found
 
 
@@ -248,15 +248,3 @@ def _other_lines(path: Path, kind: Kind, name: str) -> tuple[list[str], bool]:
         kept[-1] += "\n"
     return kept, len(kept) != len(lines)
 
-
-def _write(path: Path, lines: list[str]) -> None:
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.writelines(lines)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -37,12 +37,39 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_apply_needs_exactly_one_of_source_and_from_file(config):
-    base = ("apply", "-c", str(config), "-t", "west", "-g", "billing")
-    for extra in ((), ("--source", "east", "--from-file", "x.csv")):
-        code, _, err = run(*base, *extra)
-        assert code == 2
-        assert "give either --source ALIAS" in err
+APPLY = "mirrorline offsets apply -c FILE -t TARGET -g GROUP (--source SOURCE | --from-file PATH)"
+
+
+def test_apply_without_source_or_file_is_a_usage_error(config):
+    code, out, err = run("apply", "-c", str(config), "-t", "west", "-g", "billing")
+    assert code == 2
+    assert out == ""
+    assert "one of --source SOURCE (the flow's checkpoints) or --from-file PATH is required" in err
+    assert f"usage: {APPLY}" in err
+
+
+def test_apply_with_both_source_and_file_is_a_usage_error(config):
+    args = ("apply", "-c", str(config), "-t", "west", "-g", "billing")
+    code, _, err = run(*args, "--source", "east", "--from-file", "x.csv")
+    assert code == 2
+    assert "--source and --from-file cannot be used together: give one of them" in err
+
+    code, out, _ = run(*args, "-s", "east", "--from-file", "x.csv", "--json")
+    assert code == 2
+    document = json.loads(out)
+    assert document["ok"] is False
+    assert document["error"] == "--source and --from-file cannot be used together: give one of them"
+
+
+def test_apply_help_says_one_of_source_and_file_is_required():
+    result = CliRunner().invoke(app, ["offsets", "apply", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    words = " ".join(result.output.split())  # the usage line folds at 80 columns
+    assert f"Usage: {APPLY} [OPTIONS]" in words
+    assert "Where the offsets come from (exactly one)" in result.output
+    for option in ("--source", "--from-file"):
+        line = next(x for x in result.output.splitlines() if f"│ {option} " in x)
+        assert "One of --source or --from-file is required." in line
 
 
 def test_unknown_cluster_alias_lists_the_known_ones(config):

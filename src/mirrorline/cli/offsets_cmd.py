@@ -138,7 +138,12 @@ def export(
     )
 
 
-@offsets_app.command("apply")
+_ONE_OF_SOURCES = "One of --source or --from-file is required."
+_SOURCES_PANEL = "Where the offsets come from (exactly one)"
+_APPLY_USAGE = "-c FILE -t TARGET -g GROUP (--source SOURCE | --from-file PATH) [OPTIONS]"
+
+
+@offsets_app.command("apply", options_metavar=_APPLY_USAGE)
 def apply(
     config: ConfigOption,
     target: TargetOption,
@@ -146,13 +151,18 @@ def apply(
     source: Annotated[
         str | None,
         typer.Option(
-            "--source", "-s", help="Take the offsets from the flow SOURCE->TARGET's checkpoints."
+            "--source",
+            "-s",
+            help="Take the offsets from the flow SOURCE->TARGET's checkpoints. " + _ONE_OF_SOURCES,
+            rich_help_panel=_SOURCES_PANEL,
         ),
     ] = None,
     from_file: Annotated[
         Path | None,
         typer.Option(
-            "--from-file", help="Take the offsets from a CSV or JSON file that export wrote."
+            "--from-file",
+            help="Take the offsets from a CSV or JSON file that export wrote. " + _ONE_OF_SOURCES,
+            rich_help_panel=_SOURCES_PANEL,
         ),
     ] = None,
     dry_run: Annotated[
@@ -172,6 +182,9 @@ def apply(
 ) -> None:
     """Commit GROUP's translated offsets on TARGET, from a flow's checkpoints or from a file.
 
+    One of --source (the checkpoints of the flow SOURCE->TARGET) or --from-file
+    (a file that export wrote) is required, not both.
+
     Refused while GROUP has active members on TARGET: stop its consumers first.
     A partition whose committed offset is ahead of the new one is held back (its
     consumers already read further on TARGET); --allow-backwards moves it back,
@@ -187,11 +200,7 @@ def apply(
           --from-file billing.csv
     """
     try:
-        if (source is None) == (from_file is None):
-            raise _Failure(
-                "give either --source ALIAS (the flow's checkpoints) or --from-file PATH",
-                EXIT_USAGE,
-            )
+        _check_one_source(source, from_file)
         loaded = _load(config)
         cluster = _Target.of(loaded, target, source, timeout)
         if from_file is not None:
@@ -212,6 +221,23 @@ def apply(
         _render_outcome(outcome, document)
     if outcome.refused:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _check_one_source(source: str | None, from_file: Path | None) -> None:
+    """Exactly one of --source and --from-file: a usage error (exit code 2) otherwise."""
+    usage = f"usage: mirrorline offsets apply {_APPLY_USAGE}"
+    if source is None and from_file is None:
+        raise _Failure(
+            "one of --source SOURCE (the flow's checkpoints) or --from-file PATH is required",
+            EXIT_USAGE,
+            (usage,),
+        )
+    if source is not None and from_file is not None:
+        raise _Failure(
+            "--source and --from-file cannot be used together: give one of them",
+            EXIT_USAGE,
+            (usage,),
+        )
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ def test_driver_passes_master_and_spark_conf_to_the_session(
         app,
         [
             "driver", "-c", str(config), "--master", "spark://10.0.0.1:7077",
+            "--work-dir", str(tmp_path / "driver"),
             "--spark-conf", "spark.executor.memory=3g",
             "--spark-conf", "spark.ui.port=4050",
         ],

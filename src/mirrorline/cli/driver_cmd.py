@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import typer
@@ -28,6 +29,25 @@ out = Console()
 err = Console(stderr=True)
 
 
+def default_work_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The driver's scratch space when `--work-dir` is not given, whatever the current directory.
+
+    `$XDG_STATE_HOME/mirrorline/driver`, or `~/.local/state/mirrorline/driver`
+    when XDG_STATE_HOME is unset or not absolute (the XDG base directory rules).
+    """
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and Path(state).is_absolute() else Path.home() / ".local" / "state"
+    return base / "mirrorline" / "driver"
+
+
+_WORK_DIR_HELP = (
+    "Scratch space for Spark checkpoints (a cache: progress lives in the target cluster), "
+    "created if missing. Default: $XDG_STATE_HOME/mirrorline/driver, or "
+    f"~/.local/state/mirrorline/driver; here {default_work_dir()}."
+)
+
+
 def driver(
     config: Path = typer.Option(..., "--config", "-c", help="MM2-format properties file."),
     clusters: str = typer.Option(
@@ -43,8 +63,8 @@ def driver(
         help="A Spark setting, like spark-submit's --conf (repeatable): "
         "--spark-conf spark.executor.memory=2g.",
     ),
-    work_dir: Path = typer.Option(
-        Path(".mirrorline/driver"), "--work-dir", help="Scratch space (Spark checkpoints)."
+    work_dir: Path | None = typer.Option(
+        None, "--work-dir", help=_WORK_DIR_HELP, show_default=False
     ),
     status_every: float = typer.Option(
         10.0, "--status-every", min=0, help="Print each flow's status every N seconds (0: never)."
@@ -86,6 +106,17 @@ def driver(
 
     for note in notes:
         err.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    scratch = (work_dir or default_work_dir()).expanduser().resolve()
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        err.print(
+            f"[red]error:[/red] cannot create the work directory {scratch}: "
+            f"{exc.strerror or exc} (choose another with --work-dir)",
+            highlight=False,
+            soft_wrap=True,  # a path is never folded
+        )
+        raise typer.Exit(2) from None
     stop = threading.Event()
 
     def request_stop(signum, _frame) -> None:
@@ -112,7 +143,7 @@ def driver(
     # failing the running batch): Ctrl-C must stop between batches instead.
     signal.signal(signal.SIGINT, request_stop)
     try:
-        mirror = Driver(flows, spark, work_dir.resolve(), heartbeat_flows)
+        mirror = Driver(flows, spark, scratch, heartbeat_flows)
         mirror.run(stop, on_tick=_StatusPrinter(status_every, mirror.heartbeat_statuses))
     finally:
         spark.stop()

@@ -64,8 +64,6 @@ MM2_DEFAULTS = {
     "replication.policy.class": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
     "replication.policy.separator": ".",
     "replication.policy.internal.topic.separator.enabled": True,
-    "admin.timeout.ms": 60000,
-    "consumer.poll.timeout.ms": 1000,
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,
@@ -173,3 +171,16 @@ def test_every_client_reconnects_within_a_second_unless_configured() -> None:
 def test_unknown_setting_names_are_refused(flow: FlowConfig) -> None:
     with pytest.raises(KeyError, match="not a flow setting"):
         flow.setting("offset.lag.maximum")
+
+
+@pytest.mark.parametrize("key", ["admin.timeout.ms", "A->B.consumer.poll.timeout.ms"])
+def test_mm2_timeouts_mirrorline_has_no_use_for_load_with_a_note(key: str) -> None:
+    config = parse_config(MINIMAL + f"{key} = 30000\n", source="mm2.properties", environ={})
+    name = key.removeprefix("A->B.")
+    with pytest.raises(KeyError):
+        config.flow("A", "B").setting(name)
+    (warning,) = config.warnings
+    assert warning.setting == key
+    assert warning.message.startswith(
+        "ignored: an MM2 setting accepted for compatibility; it has no effect in Mirrorline"
+    )

@@ -80,8 +80,6 @@ _GROUPS: list[tuple[str, tuple[str, ...]]] = [
             "heartbeats.replication.enabled",
             "emit.metrics.enabled",
             "emit.metrics.interval.seconds",
-            "admin.timeout.ms",
-            "consumer.poll.timeout.ms",
         ),
     ),
 ]

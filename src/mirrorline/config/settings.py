@@ -255,18 +255,6 @@ _SPECS = [
         "Whether internal topic names use the custom separator too.",
     ),
     SettingSpec(
-        "admin.timeout.ms",
-        "60000",
-        lambda t: parse_int(t, minimum=1),
-        "Timeout of administrative calls such as listing topics.",
-    ),
-    SettingSpec(
-        "consumer.poll.timeout.ms",
-        "1000",
-        lambda t: parse_int(t, minimum=1),
-        "Longest wait of one poll of the control-loop consumers.",
-    ),
-    SettingSpec(
         "start.position",
         "earliest",
         parse_start_position,
@@ -337,6 +325,7 @@ INTERVAL_LOOPS: tuple[str, ...] = (
 )
 
 _CONNECT = "a Kafka Connect runtime setting of MM2; Mirrorline does not run Connect"
+_NO_EFFECT = "an MM2 setting accepted for compatibility; it has no effect in Mirrorline"
 
 #: Settings accepted and ignored, with the reason shown in the warning.
 IGNORED: dict[str, str] = {
@@ -369,6 +358,9 @@ IGNORED: dict[str, str] = {
     "connect.start.task.timeout.ms": _CONNECT,
     "disable.source.topic.auto.creation": "Mirrorline never creates topics on the source",
     "copy.source.offset.in.header.enabled": "Mirrorline always records provenance in headers",
+    "admin.timeout.ms": _NO_EFFECT + " (each of its admin requests has a timeout of its own)",
+    "consumer.poll.timeout.ms": _NO_EFFECT
+    + " (Spark's Kafka source reads the records, with its own poll timeout)",
 }
 
 #: Prefixes of settings accepted and ignored, with the reason shown in the warning.

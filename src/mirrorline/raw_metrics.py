@@ -71,7 +71,7 @@ MAX_ENTRIES = 2000
 
 Kind = Literal["batch", "status", "checkpoints"]
 _E = TypeVar("_E")
-STATES = ("starting", "running", "standby", "degraded", "failed", "stopped")
+STATES = ("starting", "running", "paused", "standby", "degraded", "failed", "stopped")
 
 
 @dataclass(frozen=True)

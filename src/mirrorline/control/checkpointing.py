@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 
 from mirrorline.checkpoints import CheckpointKey, read_checkpoints
+from mirrorline.config.model import FlowConfig
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
 from mirrorline.engine.context import FlowContext
@@ -89,7 +90,8 @@ class Checkpointer:
         on_written: Callable[[Sequence[CheckpointLatency]], None] | None = None,
     ) -> None:
         """`on_written` is told each round's checkpoint latencies (it must not block)."""
-        self.flow = flow = context.flow
+        self._context = context
+        flow = context.flow
         self._on_written = on_written
         self.topic = flow.checkpoints_topic
         self._source = context.source
@@ -112,6 +114,11 @@ class Checkpointer:
         self._synced = 0
         self._skipped_active = 0
         self._held_back = 0
+
+    @property
+    def flow(self) -> FlowConfig:
+        """The flow with its current run-time list changes (`FlowContext.follow`)."""
+        return self._context.flow
 
     def forget(self) -> None:
         """Read the checkpoints topic again before the next round (another driver wrote it)."""

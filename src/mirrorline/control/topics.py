@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from mirrorline.config.model import FlowConfig
 from mirrorline.engine.context import FlowContext
 from mirrorline.kafka import KafkaOperationError
 
@@ -53,7 +54,7 @@ class TopicManager:
     """The topic side of one flow: creation, partitions and configs on the target."""
 
     def __init__(self, context: FlowContext) -> None:
-        self.flow = context.flow
+        self._context = context
         self._clients = (context.source, context.target)
         self._replication_factor = context.settings.replication_factor
         self._lock = threading.Lock()
@@ -65,6 +66,11 @@ class TopicManager:
         self._size_limits: dict[str, int] = {}
 
     # -- results ---------------------------------------------------------------------
+
+    @property
+    def flow(self) -> FlowConfig:
+        """The flow with its current run-time list changes (`FlowContext.follow`)."""
+        return self._context.flow
 
     def ready(self) -> dict[str, int]:
         """Source topic -> number of its partitions that exist on the target."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
+from mirrorline.config.model import FlowConfig
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import PROGRESS_TOPIC
 from mirrorline.kafka import ClusterClients, enum_name, error_code
@@ -65,9 +66,14 @@ class AccessCheck:
     """Compares a flow's required topic ACLs with what its clusters allow."""
 
     def __init__(self, context: FlowContext, ready: Callable[[], Mapping[str, int]]) -> None:
-        self.flow = context.flow
+        self._context = context
         self._clients = {context.source.alias: context.source, context.target.alias: context.target}
         self._ready = ready
+
+    @property
+    def flow(self) -> FlowConfig:
+        """The flow with its current run-time list changes (`FlowContext.follow`)."""
+        return self._context.flow
 
     def check(self) -> None:
         """Raise `MissingPermissions` naming every denied operation (the control loop)."""

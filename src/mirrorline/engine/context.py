@@ -8,6 +8,11 @@ holds one `ClusterClients` per cluster, whose admin client every collaborator
 shares instead of opening its own. The collaborators close what they own (their
 producers); the flow closes the context, once, after all of them.
 
+`flow` is the configuration with the operators' run-time list changes
+applied (`follow`): collaborators that filter topics or groups read it each
+time rather than keeping the one they were built with. Swapping it is one
+assignment, so a reader sees the old filters or the new ones, never a mix.
+
 Two kinds of clients stay apart on purpose: the health probes' (they need their
 own error callback, see `engine.health`) and the heartbeats' (driver-wide, for
 flows that may not run here at all).
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, Side
+from mirrorline.control.flow_control import FlowControl
 from mirrorline.kafka import ClusterClients
 
 # Spark's Kafka source manages these itself and refuses them as options.
@@ -36,14 +42,26 @@ class FlowContext:
     """One flow's configuration, typed settings and shared clients (see the module)."""
 
     def __init__(self, flow: FlowConfig) -> None:
+        self.configured = flow  # as the file says, before run-time changes
         self.flow = flow
         self.settings = FlowSettings.of(flow)
-        self.source = _clients(flow, "source")
-        self.target = _clients(flow, "target")
+        self.source = side_clients(flow, "source")
+        self.target = side_clients(flow, "target")
 
     @property
     def name(self) -> str:
         return self.flow.name
+
+    def follow(self, control: FlowControl) -> bool:
+        """Apply the run-time list changes of `control`; True when the filters changed."""
+        effective = control.effective(self.configured)
+        changed = (effective.topic_filter, effective.group_filter) != (
+            self.flow.topic_filter,
+            self.flow.group_filter,
+        )
+        if changed:
+            self.flow = effective
+        return changed
 
     @property
     def offset_syncs(self) -> ClusterClients:
@@ -71,7 +89,8 @@ class FlowContext:
         return f"FlowContext({self.flow.name})"
 
 
-def _clients(flow: FlowConfig, side: Side) -> ClusterClients:
+def side_clients(flow: FlowConfig, side: Side) -> ClusterClients:
+    """Clients of the flow's `side` cluster with that side's settings for each role."""
     alias = flow.source if side == "source" else flow.target
     return ClusterClients(
         alias,

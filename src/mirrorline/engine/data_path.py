@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 
 # How often Spark looks for new records when there are none (each look lists offsets).
 TRIGGER_INTERVAL = "200 milliseconds"
+# How often a batch held by a pause checks whether the query is stopping.
+PAUSE_CHECK_S = 0.2
 # Spark's checkpoint logs written off the batch's path (see the module's docstring).
 ASYNC_PROGRESS = {
     "asyncProgressTrackingEnabled": "true",
@@ -147,6 +149,9 @@ class DataPath:
         self._batch_idle = threading.Event()
         self._batch_idle.set()
         self._draining = False
+        # Clear while the flow is paused: a batch waits for it before writing (see `pause`).
+        self._resumed = threading.Event()
+        self._resumed.set()
         # Held while a batch writes and hands over its results (see `between_batches`).
         self._batch_lock = threading.Lock()
         self._query: StreamingQuery | None = None
@@ -228,6 +233,18 @@ class DataPath:
         with self._batch_lock:
             return self._hand_over(run, batch_id, results, started)
 
+    def pause(self) -> None:
+        """Hold the batches: the next one waits, unwritten, until `resume` (or a stop).
+
+        The query keeps its Spark resources and nothing moves: no record is
+        written, no progress saved. Real-time mode has no batch to hold: the
+        flow stops its query instead (`engine.lifecycle`).
+        """
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self._resumed.set()
+
     def failure(self) -> str | None:
         """Why the query ended, when it did on its own; None while it runs (or never ran)."""
         query = self._query
@@ -307,6 +324,9 @@ class DataPath:
             self._batch_lock.release()
 
     def _on_batch(self, run: _Run, frame: DataFrame, batch_id: int) -> None:
+        while not self._resumed.wait(PAUSE_CHECK_S):
+            if self._draining or self._current_term() != run.term:
+                return  # stopping while paused: the next start replays the batch
         with self._gate:
             if (
                 self._draining

@@ -11,7 +11,9 @@ The work is done by the flow's collaborators, all built on one `FlowContext`
 - the control loops' parts: `TopicManager`, `RemoteTopicPublisher`,
   `Checkpointer`, `GapFinder`; `ClusterHealth` says whether the clusters answer;
 - `MetricsReporter`: the flow's raw metrics (batches, status, lag, checkpoint
-  latency), written to its target on a thread of its own, leader or not.
+  latency), written to its target on a thread of its own, leader or not;
+- `Lifecycle`: what operators want of the flow (running, paused or stopped,
+  run-time lists, positions), from its control records.
 
 The runner decides when. `tick()` follows this driver's leadership of the
 flow (a new term takes the flow over and reloads its progress), runs the
@@ -45,6 +47,7 @@ from mirrorline.engine.flow_metrics import MetricsReporter
 from mirrorline.engine.gaps import GapFinder, GapLedger
 from mirrorline.engine.health import ClusterHealth
 from mirrorline.engine.leadership import FlowLeadership
+from mirrorline.engine.lifecycle import REASONS, Lifecycle, Wanted
 from mirrorline.engine.loops import CHECKPOINTS, QUERY, TOPICS, FlowLoops
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SavedProgress
@@ -141,6 +144,7 @@ class FlowRunner:
             term=lambda: self._term,
             assigned=lambda: self._assigned or {},
         )
+        self.lifecycle = Lifecycle(context)
         self._lock = threading.Lock()  # the state and reason, read by `status`
         self._state = "starting"
         self._reason = ""
@@ -156,6 +160,8 @@ class FlowRunner:
         self._term: int | None = None
         # Set when the flow failed while a cluster did not answer: retried on its return.
         self._failed_in_outage = False
+        # Set while an operator's stop (or a real-time pause) keeps the query stopped.
+        self._held = False
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -170,7 +176,11 @@ class FlowRunner:
         now = time.monotonic()
         if self.metrics is not None:
             self.metrics.start()
+        self.lifecycle.start()
         if not self._leads():
+            return
+        if not self.lifecycle.ready():
+            self._set_state("starting", "reading the flow's control records")
             return
         self.health.start()
         if self._retry_at is not None:
@@ -186,22 +196,70 @@ class FlowRunner:
                 self._batches_seen, self._failures = batches, 0
             if not self._prepared:
                 self._prepare()
+            wanted = self.lifecycle.poll()
+            if wanted.lists_changed:
+                self.loops.lists_changed()
+            if wanted.restart:
+                self._stop_query()
+                self._prepared = False  # starts again from the saved progress
+                return
             # Loops wait while a cluster does not answer, rather than each failing
             # after its timeout (the status already says why); they run on its return.
             reachable = not self.health.unreachable()
-            if reachable:
-                self.loops.run(TOPICS, now)
-            self._check_data_path()
-            if reachable and self.data_path.running:
-                self.loops.run(QUERY, now)
-            ready = self.topics.ready()
-            if ready != self._assigned:
-                self._restart(ready)
-            # Once the query runs on its partitions: checkpoints translate through them.
+            if self._holds_query(wanted):
+                self._hold(wanted)
+            else:
+                self._replicate(wanted, reachable, now)
+            # Once the query ran on its partitions: checkpoints translate through them.
             if reachable and self._assigned is not None:
                 self.loops.run(CHECKPOINTS, now)
         except Exception as exc:  # noqa: BLE001 - reported in the status, retried later
             self._fail(summarise(str(exc)), now)
+
+    def _replicate(self, wanted: Wanted, reachable: bool, now: float) -> None:
+        """Keep the query on the ready partitions; hold its batches while paused."""
+        if self._held:  # stopped until now: the query starts again
+            self._held, self._assigned = False, None
+        paused = wanted.state == "paused"
+        if paused:
+            self.data_path.pause()
+        else:
+            self.data_path.resume()
+        if reachable:
+            self.loops.run(TOPICS, now)
+        self._check_data_path()
+        if reachable and self.data_path.running:
+            self.loops.run(QUERY, now)
+        ready = self.topics.ready()
+        if ready != self._assigned:
+            self._restart(ready)
+        if paused:
+            self._set_state("paused", REASONS["paused"])
+        elif self._state == "paused":
+            self._set_state("running", "")
+
+    def _holds_query(self, wanted: Wanted) -> bool:
+        """Stopped, or paused in real-time mode (which has no batch to hold)."""
+        real_time = self.context.settings.real_time_batch_ms is not None
+        return wanted.state == "stopped" or (wanted.state == "paused" and real_time)
+
+    def _hold(self, wanted: Wanted) -> None:
+        """No query; a pending position request becomes the flow's progress."""
+        if self.data_path.running:
+            self.data_path.stop()
+        self._held = True
+        if not self._assigned:  # checkpoints go on for the partitions with progress
+            self._assigned = partition_counts(self.committer.next_offsets())
+        if wanted.state == "stopped" and self.lifecycle.apply_positions(
+            wanted.control, self.progress
+        ):
+            log.info("flow %s: start positions set by an operator saved", self.flow.name)
+            self._prepared = False  # reload the progress just saved
+        self._set_state(wanted.state, REASONS[wanted.state])
+
+    def _stop_query(self) -> None:
+        self.data_path.stop()
+        self._assigned = None
 
     def stop(self) -> None:
         """Stop between batches if possible; an interrupted batch is replayed on start."""
@@ -214,6 +272,7 @@ class FlowRunner:
             self.runs,
             self.remote_topics,
             self.loops,
+            self.lifecycle,
             self.checkpointer,
             self.syncs,
             self.metrics,  # writes the last status: stopped
@@ -406,3 +465,11 @@ def retry_due(now: float, retry_at: float, failed_in_outage: bool, clusters_down
 
 class DataPathFailed(RuntimeError):
     """The data query ended with an error, or its bookkeeping failed; the message says why."""
+
+
+def partition_counts(offsets: Mapping[tuple[str, int], int]) -> dict[str, int]:
+    """Source topic -> partition count, from the partitions `offsets` has."""
+    counts: dict[str, int] = {}
+    for topic, partition in offsets:
+        counts[topic] = max(counts.get(topic, 0), partition + 1)
+    return counts

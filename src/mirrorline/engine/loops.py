@@ -118,6 +118,12 @@ class FlowLoops:
             return reason
         return reason
 
+    def lists_changed(self) -> None:
+        """Run-time topic or group lists changed: the loops that filter run now."""
+        self.scheduler.hurry(
+            "topic refresh", "permission check", "topic ACL sync", "consumer group refresh"
+        )
+
     def close(self) -> None:
         if self.acls is not None:
             self.acls.close()

@@ -124,10 +124,14 @@ class FlowHistory:
                 del self.lags[t]
 
     def current_status(self) -> StatusSample | None:
-        """The status that speaks for the flow: the newest of a driver that replicates it
-        (neither standing by nor stopped), else the newest of any driver."""
+        """The status that speaks for the flow: the newest of a driver that leads it (not
+        standing by, not stopped with the driver), else the newest of any driver.
+
+        A flow an operator stopped is reported `stopped` by its leader, which
+        speaks for it; a driver that exits reports `stopped` too, without leading.
+        """
         statuses = sorted(self.statuses.values(), key=lambda s: s.origin.time_ms)
-        active = [s for s in statuses if s.state not in ("standby", "stopped")]
+        active = [s for s in statuses if s.state != "standby" and _leads(s)]
         if active:
             return active[-1]
         return statuses[-1] if statuses else None
@@ -141,3 +145,7 @@ class FlowHistory:
             return dict(newest)
         wanted = set(topics)
         return {tp: lag for tp, lag in newest.items() if tp[0] in wanted}
+
+
+def _leads(status: StatusSample) -> bool:
+    return status.state != "stopped" or status.active_driver == status.origin.driver

@@ -27,7 +27,16 @@ from mirrorline.service.aggregate import MetricAnswer
 from mirrorline.service.monitor import Monitor, NotFound
 from mirrorline.service.replications import Replication
 
-STATES = ("starting", "running", "standby", "degraded", "failed", "stopped", "unknown")
+STATES = (
+    "starting",
+    "running",
+    "paused",
+    "standby",
+    "degraded",
+    "failed",
+    "stopped",
+    "unknown",
+)
 #: Every sample name `/metrics` has (counters with their `_total`), for dashboards to check against.
 METRIC_NAMES: tuple[str, ...] = (
     "mirrorline_replicated_records_total",

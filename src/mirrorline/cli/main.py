@@ -11,7 +11,10 @@ from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
 from mirrorline.cli.driver_cmd import driver
+from mirrorline.cli.lifecycle_cmd import pause, restart, resume, start, stop
+from mirrorline.cli.lists_cmd import groups, topics
 from mirrorline.cli.offsets_cmd import offsets_app
+from mirrorline.cli.positions_cmd import positions_app
 from mirrorline.cli.service_cmd import service_app
 from mirrorline.cli.status_cmd import status
 
@@ -29,6 +32,11 @@ app.add_typer(offsets_app, name="offsets")
 app.add_typer(service_app, name="service")
 app.command("status")(status)
 app.command("acls")(acls)
+app.command("topics")(topics)
+app.command("groups")(groups)
+for command in (pause, resume, stop, start, restart):
+    app.command(command.__name__)(command)
+app.add_typer(positions_app, name="positions")
 app.command("demo")(demo)
 
 

@@ -1,0 +1,1 @@
+"""What operators do to running flows: lifecycle, lists, positions, failover."""

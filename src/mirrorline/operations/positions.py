@@ -1,0 +1,140 @@
+"""Where a flow stands on each source partition, and where an operator may move it.
+
+A flow's position on a source partition is its saved progress: the next
+source offset it replicates (`engine.progress`). `read_positions` puts it
+beside the partition's log start and end, which gives the lag. `resolve`
+turns an operator's choice (earliest, latest, a time, explicit offsets) into
+one offset per partition, checked against the source log, for `positions
+set`; the flow's leader saves them as progress while the flow is stopped
+(`engine.lifecycle`).
+
+The partitions are those the flow has progress for and those of the source
+topics it replicates now (its effective filters, run-time lists included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from mirrorline.config.model import FlowConfig
+from mirrorline.config.start_position import StartPosition
+from mirrorline.engine.progress import ProgressStore, SourcePartition
+from mirrorline.engine.start_offsets import resolve_start
+from mirrorline.kafka import ClusterClients, KafkaOperationError, partition_offsets
+
+
+@dataclass(frozen=True)
+class PartitionPosition:
+    topic: str
+    partition: int
+    next_offset: int | None  # saved progress; None: never replicated
+    log_start: int
+    log_end: int
+
+    @property
+    def lag(self) -> int:
+        """Records in the source log the flow has not replicated yet."""
+        position = self.log_start if self.next_offset is None else self.next_offset
+        return max(0, self.log_end - max(position, self.log_start))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.next_offset,
+            "log_start": self.log_start,
+            "log_end": self.log_end,
+            "lag": self.lag,
+        }
+
+
+def replicated_partitions(
+    flow: FlowConfig, source: ClusterClients, timeout: float
+) -> list[SourcePartition]:
+    """The partitions of the source topics `flow` replicates now."""
+    try:
+        metadata = source.admin.list_topics(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - librdkafka raises KafkaException here
+        raise KafkaOperationError(f"{source.alias} does not answer: {exc}") from None
+    return sorted(
+        (name, p)
+        for name, topic in metadata.topics.items()
+        if flow.should_replicate_topic(name)
+        for p in topic.partitions
+    )
+
+
+def saved_progress(
+    flow: FlowConfig, target: ClusterClients, timeout: float
+) -> dict[SourcePartition, int]:
+    """The flow's saved next offsets, read from its target."""
+    store = ProgressStore(flow.name, target)
+    try:
+        return store.load(timeout)
+    finally:
+        store.close()
+
+
+def read_positions(
+    flow: FlowConfig,
+    source: ClusterClients,
+    target: ClusterClients,
+    *,
+    topic: str | None = None,
+    timeout: float = 30.0,
+) -> list[PartitionPosition]:
+    """Each partition's saved position and source log bounds (of `topic` only, if given)."""
+    progress = saved_progress(flow, target, timeout)
+    partitions = set(progress) | set(replicated_partitions(flow, source, timeout))
+    if topic is not None:
+        partitions = {tp for tp in partitions if tp[0] == topic}
+    starts, ends = _bounds(source, partitions, timeout)
+    return [
+        PartitionPosition(t, p, progress.get((t, p)), starts[(t, p)], ends[(t, p)])
+        for t, p in sorted(partitions)
+        if (t, p) in starts
+    ]
+
+
+def resolve(
+    position: StartPosition,
+    partitions: Iterable[SourcePartition],
+    source: ClusterClients,
+    *,
+    explicit: Mapping[SourcePartition, int] | None = None,
+    timeout: float = 30.0,
+) -> dict[SourcePartition, int]:
+    """One source offset per partition for `position`, or for `explicit` offsets.
+
+    Explicit offsets must name partitions of the flow and lie inside the source
+    log (log start to log end): a `ValueError` lists every one that does not.
+    """
+    wanted = sorted(partitions)
+    starts, ends = _bounds(source, wanted, timeout)
+    if explicit is not None:
+        problems = []
+        for (t, p), offset in sorted(explicit.items()):
+            if (t, p) not in starts:
+                problems.append(f"{t}[{p}] is not a partition the flow replicates")
+            elif not starts[(t, p)] <= offset <= ends[(t, p)]:
+                problems.append(
+                    f"{t}[{p}] offset {offset} is outside the source log "
+                    f"({starts[(t, p)]} to {ends[(t, p)]})"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return dict(explicit)
+    if position.kind == "earliest":
+        return {tp: starts[tp] for tp in wanted}
+    return resolve_start(position, wanted, source.consumer_settings)
+
+
+def _bounds(
+    source: ClusterClients, partitions: Iterable[SourcePartition], timeout: float
+) -> tuple[dict[SourcePartition, int], dict[SourcePartition, int]]:
+    chosen = list(partitions)
+    what = f"source cluster {source.alias}"
+    starts = partition_offsets(source.admin, chosen, "earliest", timeout=timeout, what=what)
+    ends = partition_offsets(source.admin, chosen, "latest", timeout=timeout, what=what)
+    return starts, ends

@@ -1,0 +1,207 @@
+"""Operators change a running flow: its topic lists, its lifecycle and its positions.
+
+Each test runs a real driver on the session's two clusters and drives it with
+the `mirrorline` commands an operator would type (in-process, through Typer).
+The topic refresh interval is five minutes, so a list change can only take
+effect through the control topic, not through a routine refresh.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from typer.testing import CliRunner
+
+from mirrorline.cli.main import app
+from support.driving import running_driver, write_config
+from support.kafka_io import (
+    Record,
+    consume,
+    create_topic,
+    end_offsets,
+    produce,
+    topic_names,
+    unique_name,
+)
+from support.wait import assert_stays, wait_until
+
+QUICK = (
+    "east->west.refresh.topics.interval.seconds = 300\n"
+    "emit.metrics.interval.seconds = 1\n"
+    "emit.checkpoints.enabled = false\n"
+)
+
+
+def _mirrorline(*args: str, expect: int = 0) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == expect, (args, result.exit_code, result.output)
+    return result.output
+
+
+def _flow(config) -> list[str]:
+    return ["-c", str(config), "-s", "east", "-t", "west"]
+
+
+def _remote_count(cluster, topic: str) -> int:
+    if topic not in topic_names(cluster.bootstrap_servers):
+        return -1
+    return sum(end_offsets(cluster.bootstrap_servers, topic).values())
+
+
+def _records(prefix: str, count: int, partitions: int = 2) -> list[Record]:
+    return [Record(f"{prefix}-{i}".encode(), b"v", (), None, i % partitions) for i in range(count)]
+
+
+def test_topics_added_and_removed_at_run_time(two_clusters, spark, tmp_path):
+    east, west = two_clusters
+    base, extra = unique_name("base"), unique_name("extra")
+    for topic in (base, extra):
+        create_topic(east.bootstrap_servers, topic, partitions=2)
+        produce(east.bootstrap_servers, topic, _records(topic, 40))
+    config = write_config(
+        tmp_path / "lists.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {base}\n" + QUICK,
+    )
+    with running_driver(config, spark, tmp_path / "w") as driver:
+        wait_until(lambda: _remote_count(west, f"east.{base}") == 40, timeout=60, what="base")
+        base_ends = end_offsets(west.bootstrap_servers, f"east.{base}")
+
+        added = time.monotonic()
+        _mirrorline("topics", *_flow(config), "--add", extra)
+        wait_until(
+            lambda: _remote_count(west, f"east.{extra}") == 40, timeout=30, what="the added topic"
+        )
+        took = time.monotonic() - added
+        assert took < 10, f"the added topic took {took:.1f}s to be replicated"
+
+        listed = json.loads(_mirrorline("topics", *_flow(config), "--list", "--json"))
+        assert listed["lists"]["topics"] == {
+            "configured": [base],
+            "added": [extra],
+            "removed": [],
+            "effective": [base, extra],
+        }
+
+        _mirrorline("topics", *_flow(config), "--remove", extra)
+        wait_until(
+            lambda: driver.statuses()[0].topics == (base,), timeout=30, what="extra left out"
+        )
+        produce(east.bootstrap_servers, extra, _records(f"{extra}-late", 10))
+        assert_stays(
+            lambda: _remote_count(west, f"east.{extra}") == 40, seconds=3, what="extra not copied"
+        )
+
+        # Allowed again: only what it missed is copied, nothing twice.
+        _mirrorline("topics", *_flow(config), "--add", extra)
+        wait_until(lambda: _remote_count(west, f"east.{extra}") == 50, timeout=30, what="catch-up")
+        assert_stays(lambda: _remote_count(west, f"east.{extra}") == 50, seconds=2, what="50")
+        assert end_offsets(west.bootstrap_servers, f"east.{base}") == base_ends
+
+    # A file pattern removed at run time: hidden, and back when added again.
+    _mirrorline("topics", *_flow(config), "--remove", base)
+    listed = json.loads(_mirrorline("topics", *_flow(config), "--list", "--json"))
+    assert listed["lists"]["topics"]["effective"] == [extra]
+    _mirrorline("topics", *_flow(config), "--add", base)
+    listed = json.loads(_mirrorline("topics", *_flow(config), "--list", "--json"))
+    assert listed["lists"]["topics"]["removed"] == []
+    out = _mirrorline("topics", *_flow(config), "--remove", "nothing-like-it", expect=1)
+    assert "is not in flow east->west's topics list" in out
+
+
+def test_pause_holds_positions_and_resume_loses_and_duplicates_nothing(
+    two_clusters, spark, tmp_path
+):
+    east, west = two_clusters
+    topic = unique_name("paused")
+    create_topic(east.bootstrap_servers, topic, partitions=2)
+    produce(east.bootstrap_servers, topic, _records("a", 100))
+    config = write_config(
+        tmp_path / "pause.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        "exactly.once.source.support = enabled\n" + QUICK,
+    )
+    remote = f"east.{topic}"
+    with running_driver(config, spark, tmp_path / "w"):
+        wait_until(lambda: _remote_count(west, remote) >= 100, timeout=60, what="100 records")
+        _mirrorline("pause", *_flow(config))
+        before = json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))
+        assert before["state"] == "paused"
+        produce(east.bootstrap_servers, topic, _records("b", 60))
+        wait_until(
+            lambda: (
+                sum(
+                    p["lag"]
+                    for p in json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))[
+                        "positions"
+                    ]
+                )
+                == 60
+            ),
+            timeout=30,
+            what="the lag to grow by what was produced",
+        )
+        ends = end_offsets(west.bootstrap_servers, remote)
+        assert_stays(
+            lambda: end_offsets(west.bootstrap_servers, remote) == ends,
+            seconds=3,
+            what="nothing written while paused",
+        )
+        after = json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))
+        assert [p["offset"] for p in after["positions"]] == [
+            p["offset"] for p in before["positions"]
+        ]
+        _mirrorline("resume", *_flow(config))
+        wait_until(
+            lambda: len(consume(west.bootstrap_servers, remote, expected=160, timeout=5)) == 160,
+            timeout=60,
+            what="the paused records to arrive",
+        )
+        # One more than produced: a duplicate would show.
+        records = consume(west.bootstrap_servers, remote, expected=161, timeout=5)
+    produced = [f"a-{i}".encode() for i in range(100)] + [f"b-{i}".encode() for i in range(60)]
+    assert sorted(r.key for r in records) == sorted(produced)
+
+
+def test_positions_set_on_a_stopped_flow_and_refused_on_a_running_one(
+    two_clusters, spark, tmp_path
+):
+    east, west = two_clusters
+    topic = unique_name("moved")
+    create_topic(east.bootstrap_servers, topic, partitions=2)
+    base_ms = int(time.time() * 1000) - 600_000
+    produce(
+        east.bootstrap_servers,
+        topic,
+        [Record(f"{i}".encode(), b"v", (), base_ms + i * 1000, i % 2) for i in range(100)],
+    )
+    config = write_config(
+        tmp_path / "positions.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n" + QUICK,
+    )
+    remote = f"east.{topic}"
+    moment = base_ms + 60 * 1000  # record 60: offset 30 of partition 0, and of partition 1
+    with running_driver(config, spark, tmp_path / "w"):
+        wait_until(lambda: _remote_count(west, remote) == 100, timeout=60, what="100 records")
+        out = _mirrorline("positions", "set", *_flow(config), "--timestamp", str(moment), expect=1)
+        assert "positions are set only on a stopped flow" in out
+        _mirrorline("stop", *_flow(config))
+        moved = json.loads(
+            _mirrorline("positions", "set", *_flow(config), "--timestamp", str(moment), "--json")
+        )
+        assert moved["applied"] is True
+        assert {(p["partition"], p["offset"]) for p in moved["positions"]} == {(0, 30), (1, 30)}
+        produce(east.bootstrap_servers, topic, _records("stopped", 10))
+        assert_stays(lambda: _remote_count(west, remote) == 100, seconds=3, what="stopped")
+
+    # The state outlives the driver: a new one leaves the flow stopped until `start`.
+    with running_driver(config, spark, tmp_path / "w2") as driver:
+        wait_until(lambda: driver.statuses()[0].state == "stopped", timeout=60, what="stopped")
+        assert_stays(lambda: _remote_count(west, remote) == 100, seconds=2, what="still stopped")
+        _mirrorline("start", *_flow(config))
+        # From offset 30 of each partition: 2 x 20 again, plus the 10 written while stopped.
+        wait_until(lambda: _remote_count(west, remote) == 150, timeout=60, what="from offset 30")
+    assert end_offsets(west.bootstrap_servers, remote) == {0: 75, 1: 75}

@@ -84,6 +84,9 @@ def test_topics_added_and_removed_at_run_time(two_clusters, spark, tmp_path):
             "effective": [base, extra],
         }
 
+        flows = json.loads(_mirrorline("status", "-c", str(config), "--json"))["flows"]
+        assert flows[0]["control"]["lists"] == {"topics": {"added": [extra], "removed": []}}
+
         _mirrorline("topics", *_flow(config), "--remove", extra)
         wait_until(
             lambda: driver.statuses()[0].topics == (base,), timeout=30, what="extra left out"

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from mirrorline.config import ConfigError, load_config
+from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.config.service_settings import ServiceSettings, window_text
+from mirrorline.control.flow_control import ControlFold, ControlStore
+from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.service.monitor import Monitor
 from mirrorline.service.replications import Replication
 
@@ -22,6 +25,7 @@ err = Console(stderr=True)
 EXIT_UNHEALTHY = 1
 EXIT_INVALID = 2
 READ_TIMEOUT_S = 30.0
+CONTROL_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,9 @@ class FlowLine:
     last_checkpoint_age_s: float | None
     active_driver: str | None
     topics: int
+    # What operators changed at run time (`mirrorline topics|groups|pause|stop`);
+    # None when the target's control records could not be read.
+    control: dict[str, Any] | None = None
 
 
 def status(
@@ -72,7 +79,11 @@ def status(
         if not as_json:
             err.print(f"[dim]reading {', '.join(settings.clusters)}...[/dim]", highlight=False)
         monitor.catch_up(READ_TIMEOUT_S)
-        lines = [_line(monitor, r, chosen) for r in monitor.replications()]
+        controls = _controls(loaded, {r.target for r in monitor.replications()})
+        lines = [
+            replace(_line(monitor, r, chosen), control=_control(controls, r))
+            for r in monitor.replications()
+        ]
     finally:
         monitor.close()
     if as_json:
@@ -105,6 +116,33 @@ def _line(monitor: Monitor, r: Replication, window: str) -> FlowLine:
     )
 
 
+def _controls(config: MirrorConfig, targets: set[str]) -> dict[str, ControlFold | None]:
+    """Each target's control records; None for a target that does not answer."""
+    found: dict[str, ControlFold | None] = {}
+    for alias in sorted(targets):
+        cluster = config.clusters[alias]
+        clients = ClusterClients(
+            alias,
+            admin=cluster.client_settings("admin"),
+            producer=cluster.client_settings("producer"),
+            consumer=cluster.client_settings("consumer"),
+        )
+        store = ControlStore(clients)
+        try:
+            found[alias] = store.read_all(timeout=CONTROL_TIMEOUT_S)
+        except KafkaOperationError:
+            found[alias] = None
+        finally:
+            store.close()
+            clients.close()
+    return found
+
+
+def _control(controls: dict[str, ControlFold | None], r: Replication) -> dict[str, Any] | None:
+    fold = controls.get(r.target)
+    return None if fold is None else fold.flow(r.flow).to_dict()
+
+
 def _age(time_ms: int | None, now_ms: float) -> float | None:
     return None if time_ms is None else round(max(0.0, now_ms - time_ms) / 1000, 1)
 
@@ -130,3 +168,9 @@ def _print(lines: list[FlowLine], window: str) -> None:
             x.reason,
         )
     out.print(table)
+    for x in lines:
+        lists = (x.control or {}).get("lists", {})
+        for name, change in sorted(lists.items()):
+            added = ", ".join(change["added"]) or "-"
+            removed = ", ".join(change["removed"]) or "-"
+            out.print(f"{x.flow} {name} changed at run time: added {added}; removed {removed}")

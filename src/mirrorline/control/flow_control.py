@@ -233,10 +233,14 @@ class ControlStore:
 
     def read(self, flow: str, timeout: float = 30.0) -> FlowControl:
         """What the control topic says about `flow` now (nothing yet: all defaults)."""
+        return self.read_all(timeout).flow(flow)
+
+    def read_all(self, timeout: float = 30.0) -> ControlFold:
+        """Every flow's control records on this cluster, as of now."""
         fold = ControlFold()
         for msg in self._topic.read(missing_ok=True, timeout=timeout):
             fold.add(msg)
-        return fold.flow(flow)
+        return fold
 
     def change_list(
         self,

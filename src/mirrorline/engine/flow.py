@@ -38,9 +38,7 @@ from mirrorline.control.checkpointing import Checkpointer
 from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
-from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_commit import BatchCommitter
-from mirrorline.engine.bookkeeping import Commit
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.data_path import DataPath
 from mirrorline.engine.flow_metrics import MetricsReporter
@@ -50,12 +48,11 @@ from mirrorline.engine.leadership import FlowLeadership
 from mirrorline.engine.lifecycle import REASONS, Lifecycle, Wanted
 from mirrorline.engine.loops import CHECKPOINTS, QUERY, TOPICS, FlowLoops
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
-from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore, SavedProgress
+from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.start_offsets import resolve_start, spark_offsets, without_progress
 from mirrorline.engine.status import FlowStatus, summarise, with_outages
-from mirrorline.engine.sync_points import sync_points_of_runs
-from mirrorline.kafka import ensure_topic
+from mirrorline.engine.takeover import take_over
 
 log = logging.getLogger(__name__)
 
@@ -337,52 +334,22 @@ class FlowRunner:
         return term is not None
 
     def _prepare(self) -> None:
-        """Take the flow over: its topics, the progress (fenced, then read), the runs."""
+        """Take the flow over (`engine.takeover`) and start from what it saved."""
         if self.data_path.running:  # its batches belong to the state being replaced
             self.data_path.stop()
             self._assigned = {}
-        settings = self.context.settings
-        self.progress.ensure_topic()
-        self.progress.fence()  # before reading: no older driver moves it after
-        for part in (self.syncs, self.metrics):
-            if part is not None:
-                part.ensure_topic()
-        if settings.dead_letter_topic:
-            ensure_topic(
-                self.context.target.admin,
-                settings.dead_letter_topic,
-                partitions=1,
-                replication_factor=settings.dead_letter_replication_factor,
-            )
-        self._load(self.progress.load_state())
+        self._translation_load_ms = take_over(
+            self.context,
+            progress=self.progress,
+            runs=self.runs,
+            committer=self.committer,
+            own_topics=(self.syncs, self.metrics),
+            term=self._term,
+        )
         if self.checkpointer is not None:
             self.checkpointer.forget()
         self._provenance = self._provenance_for_policy()
         self._prepared = True
-
-    def _load(self, saved: SavedProgress) -> None:
-        """Start the committer from the saved progress and the runs topic (a bounded read).
-
-        The syncs of the offset mapping saved with exactly-once progress are published and added in
-        case their batch's driver died before it could (doing it twice is harmless).
-        """
-        started = time.monotonic()
-        self.runs.ensure_topic()
-        store = TranslationStore()
-        store.load(self.runs.load())
-        self.committer.reset(saved.next_offsets, store)
-        lag_max = self.context.settings.offset_lag_max
-        republished = tuple(
-            (tp, tuple(sync_points_of_runs(runs, lag_max))) for tp, runs in saved.last_runs.items()
-        )
-        self.committer.commit_now(Commit(syncs=republished), self._term)
-        self._translation_load_ms = int((time.monotonic() - started) * 1000)
-        log.info(
-            "flow %s: translation store loaded %d runs in %d ms",
-            self.flow.name,
-            store.run_count(),
-            self._translation_load_ms,
-        )
 
     def _fail(self, reason: str, now: float) -> None:
         backoff = self.RESTART_BACKOFF_S[min(self._failures, len(self.RESTART_BACKOFF_S) - 1)]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,8 @@ def runner() -> CliRunner:
 
 
 def check(runner: CliRunner, *args: str) -> tuple[int, str]:
-    result = runner.invoke(app, ["config", "check", *args, str(EXAMPLE)])
+    # The example's clusters do not exist: their run-time changes are not asked for.
+    result = runner.invoke(app, ["config", "check", "--offline", *args, str(EXAMPLE)])
     assert "Traceback" not in result.output
     return result.exit_code, result.output
 
@@ -54,8 +58,39 @@ def test_example_loads_with_the_expected_effective_values() -> None:
     assert config.warnings == ()
 
 
-def test_config_check_shows_flows_values_and_origins(runner: CliRunner) -> None:
+def test_config_check_summarizes_clusters_and_flows(runner: CliRunner) -> None:
     code, output = check(runner)
+    assert code == 0
+    assert "3 clusters, 2 of 6 flows enabled, no warnings" in output
+    lines = [line.rstrip() for line in output.splitlines()]
+    assert "  eu-central  eu-kafka-1:9093,eu-kafka-2:9093 (SASL_SSL)" in lines
+    dr = lines[lines.index("Flow us-west->us-east (enabled)") + 1 :]
+    assert dr[:10] == [
+        "  topics          orders.*, payments, customers",
+        "  topics.exclude  .*[\\-\\.]internal, .*\\.replica, __.* (default)",
+        "  groups          .* (default)",
+        "  groups.exclude  console-consumer-.*, connect-.*, __.* (default)",
+        "  policy          DefaultReplicationPolicy (orders → us-west.orders)",
+        "  mode            at-least-once",
+        "  data path       micro-batch (at most 20000 records per partition and batch), "
+        "at most 4 tasks",
+        "  control loops   refresh.topics 300 s, refresh.groups 600 s, sync.topic.configs 600 s, "
+        "sync.topic.acls 600 s, emit.checkpoints 30 s, emit.heartbeats 1 s, emit.metrics 5 s, "
+        "sync.group.offsets 60 s",
+        "  run time        not read (--offline)",
+        "",
+    ]
+    analytics = lines[lines.index("Flow us-west->eu-central (enabled)") + 1 :]
+    assert "                  off: sync.group.offsets" in analytics
+    assert "Not enabled: us-east->us-west, us-east->eu-central, eu-central->us-west, " in output
+    # The per-setting tables only on request.
+    assert "three-clusters.properties:30" not in output
+    assert "Every setting and where it comes from: --settings" in output
+    assert len(lines) < 50
+
+
+def test_settings_shows_flows_values_and_origins(runner: CliRunner) -> None:
+    code, output = check(runner, "--settings")
     assert code == 0
     assert "3 clusters, 2 of 6 flows enabled" in output
     assert "Flow us-west->us-east (enabled)" in output
@@ -70,7 +105,7 @@ def test_config_check_shows_flows_values_and_origins(runner: CliRunner) -> None:
 
 
 def test_config_check_redacts_secrets(runner: CliRunner) -> None:
-    code, output = check(runner)
+    code, output = check(runner, "--settings", "--all")
     assert code == 0
     assert "[hidden]" in output
     assert PASSWORD not in output
@@ -97,6 +132,11 @@ def test_config_check_json_is_stable_and_redacted(runner: CliRunner) -> None:
     assert producer["sasl.password"]["value"] == "[hidden]"
     assert producer["sasl.mechanisms"]["value"] == "SCRAM-SHA-512"
     assert flows["us-east->us-west"]["enabled"] is False
+    # Run-time changes: not asked for with --offline, never for flows not enabled.
+    assert analytics["runtime"] is None
+    assert analytics["runtime_note"] == "not read (--offline)"
+    assert flows["us-east->us-west"]["runtime"] is None
+    assert flows["us-east->us-west"]["runtime_note"] == "not read: the flow is not enabled"
     again = check(runner, "--json")[1]
     assert again == output
 
@@ -105,6 +145,37 @@ def test_all_shows_disabled_flows(runner: CliRunner) -> None:
     code, output = check(runner, "--all")
     assert code == 0
     assert "Flow eu-central->us-east (not enabled)" in output
+    assert "Not enabled:" not in output
+
+
+def test_clusters_that_do_not_answer_are_named_and_the_check_passes(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    path = tmp_path / "down.properties"
+    path.write_text(
+        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\n"
+        "A->B.enabled = true\nB->A.enabled = true\n",
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    # A process of its own: librdkafka would log to the real stderr.
+    done = subprocess.run(
+        [sys.executable, "-m", "mirrorline", "config", "check", "--timeout", "1", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.monotonic() - started < 10
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  run time        run-time changes unknown: B did not answer" in done.stdout
+    assert "  run time        run-time changes unknown: A did not answer" in done.stdout
+    assert done.stderr == ""  # no log line of librdkafka's
+
+    result = runner.invoke(app, ["config", "check", "--json", "--timeout", "1", str(path)])
+    assert result.exit_code == 0, result.output
+    flows = {f["name"]: f for f in json.loads(result.output)["flows"]}
+    assert flows["A->B"]["runtime"] is None
+    assert flows["A->B"]["runtime_note"] == "B did not answer"
 
 
 def test_warnings_are_shown_and_do_not_fail(runner: CliRunner, tmp_path: Path) -> None:
@@ -114,8 +185,9 @@ def test_warnings_are_shown_and_do_not_fail(runner: CliRunner, tmp_path: Path) -
         "A->B.enabled = true\noffset.storage.topic = mm2-offsets\nproducer.key.serializer = x\n",
         encoding="utf-8",
     )
-    result = runner.invoke(app, ["config", "check", str(path)])
+    result = runner.invoke(app, ["config", "check", "--offline", str(path)])
     assert result.exit_code == 0
+    assert "1 of 2 flows enabled, 2 warnings" in result.output
     assert "Warnings (2)" in result.output
     assert f"{path}:5: offset.storage.topic: ignored" in result.output
     assert f"{path}:6: producer.key.serializer: ignored" in result.output
@@ -128,8 +200,8 @@ def test_all_explains_flows_whose_clients_cannot_be_used(runner: CliRunner, tmp_
         "A->B.enabled = true\nC.ssl.truststore.location = /etc/c.jks\nC.security.protocol = SSL\n",
         encoding="utf-8",
     )
-    result = runner.invoke(app, ["config", "check", "--all", str(path)])
+    result = runner.invoke(app, ["config", "check", "--offline", "--all", str(path)])
     assert result.exit_code == 0, result.output
     assert "Clients of A->C cannot be used:" in result.output
     assert f"{path}:5: C.ssl.truststore.location: JKS truststore /etc/c.jks" in result.output
-    assert "C: no bootstrap servers" in result.output
+    assert "  C  no bootstrap servers" in result.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +13,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from mirrorline.cli.config_runtime import READ_TIMEOUT_S, read_runtime
+from mirrorline.cli.config_runtime import offline as offline_runtimes
+from mirrorline.cli.config_summary import Runtime, cluster_row, display, flow_rows
 from mirrorline.config.errors import ConfigError, ConfigIssue
 from mirrorline.config.loader import load_config
 from mirrorline.config.model import CLIENT_TYPES, SIDES, FlowConfig, MirrorConfig, Setting
@@ -89,26 +93,64 @@ _GROUPS: list[tuple[str, tuple[str, ...]]] = [
 def check(
     file: Annotated[Path, typer.Argument(help="The properties file (MM2 format).")],
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print a machine-readable JSON document.")
+        bool,
+        typer.Option("--json", help="Print a machine-readable JSON document (every setting)."),
     ] = False,
     show_all: Annotated[
         bool, typer.Option("--all", help="Also show flows that are not enabled.")
     ] = False,
+    settings: Annotated[
+        bool,
+        typer.Option(
+            "--settings", help="Also show every setting of each flow and its clients, with origins."
+        ),
+    ] = False,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline", help="Do not ask the target clusters for the flows' run-time changes."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=0.1, help="Seconds to wait for a target cluster's run-time changes."
+        ),
+    ] = READ_TIMEOUT_S,
 ) -> None:
-    """Check FILE and show the effective settings of each flow, or every error.
+    """Check FILE and summarize each enabled flow, or list every error.
 
-    Secret values are never printed. Exit code 0 when the file can be used,
-    2 when it has errors.
+    The summary shows the clusters, and per flow its topic and group lists,
+    naming policy, delivery mode, data path and control loops, with the list
+    changes and the state operators asked for at run time, read from the flow's
+    target cluster (skipped with --offline; a cluster that does not answer
+    within --timeout is named, and the check still passes). --settings adds
+    every setting with the line that set it. Secret values are never printed.
+    Exit code 0 when the file can be used, 2 when it has errors.
     """
     try:
         config = load_config(file)
     except ConfigError as exc:
         _report_errors(str(file), exc.issues, as_json)
         raise typer.Exit(EXIT_INVALID) from None
+    enabled = config.enabled_flows()
+    runtimes = offline_runtimes(enabled) if offline else read_runtime(enabled, timeout)
     if as_json:
-        typer.echo(json.dumps({"ok": True, **config.to_dict()}, indent=2))
+        typer.echo(json.dumps(_document(config, runtimes), indent=2))
         return
-    _render(config, show_all)
+    _render(config, runtimes, show_all=show_all, settings=settings)
+
+
+def _document(config: MirrorConfig, runtimes: Mapping[str, Runtime]) -> dict[str, Any]:
+    """The JSON document: the whole configuration, and each flow's run-time changes."""
+    document: dict[str, Any] = {"ok": True, **config.to_dict()}
+    for flow, flow_document in zip(config.flows, document["flows"], strict=True):
+        runtime = runtimes.get(flow.name)
+        flow_document["runtime"] = runtime.to_dict(flow) if runtime is not None else None
+        flow_document["runtime_note"] = (
+            runtime.note if runtime is not None else "not read: the flow is not enabled"
+        )
+    return document
 
 
 def _console(stderr: bool = False) -> Console:
@@ -143,43 +185,59 @@ def _issue_text(issue: ConfigIssue, style: str) -> Text:
     return text
 
 
-def _render(config: MirrorConfig, show_all: bool) -> None:
+def _render(
+    config: MirrorConfig, runtimes: Mapping[str, Runtime], *, show_all: bool, settings: bool
+) -> None:
     console = _console()
     enabled = config.enabled_flows()
+    warnings = len(config.warnings)
     console.print(
         Text(
             f"✓ {config.file}: {len(config.clusters)} clusters, "
-            f"{len(enabled)} of {len(config.flows)} flows enabled",
+            f"{len(enabled)} of {len(config.flows)} flows enabled, "
+            f"{warnings or 'no'} warning{'' if warnings == 1 else 's'}",
             style="bold green",
         )
     )
     if config.warnings:
-        console.print(Text(f"\nWarnings ({len(config.warnings)})", style="bold yellow"))
+        console.print(Text(f"\nWarnings ({warnings})", style="bold yellow"))
         for warning in config.warnings:
             console.print(_issue_text(warning, "yellow"))
     console.print(Text("\nClusters", style="bold"))
-    for alias, cluster in config.clusters.items():
-        admin = cluster.clients["admin"]
-        servers = "no bootstrap servers"
-        if "bootstrap.servers" in admin:
-            servers = _display(admin.setting("bootstrap.servers"))
-        console.print(Text(f"  {alias}: {servers}"))
+    console.print(_rows([cluster_row(cluster) for cluster in config.clusters.values()]))
     shown = config.flows if show_all else enabled
     for flow in shown:
         state = "enabled" if flow.enabled else "not enabled"
         console.print(Text(f"\nFlow {flow.name} ({state})", style="bold"))
-        console.print(_flow_table(flow))
+        console.print(_rows(flow_rows(flow, runtimes.get(flow.name))))
         if flow.client_issues:
             # Only flows that are neither enabled nor emitting heartbeats get here.
             console.print(Text(f"Clients of {flow.name} cannot be used:", style="bold yellow"))
             for issue in flow.client_issues:
                 console.print(_issue_text(issue, "yellow"))
-        else:
-            console.print(Text(f"Clients of {flow.name} (librdkafka settings)", style="bold"))
-            console.print(_clients_table(flow))
+        if settings:
+            console.print(Text(f"Settings of {flow.name}", style="bold"))
+            console.print(_flow_table(flow))
+            if not flow.client_issues:
+                console.print(Text(f"Clients of {flow.name} (librdkafka settings)", style="bold"))
+                console.print(_clients_table(flow))
     hidden = [f.name for f in config.flows if f not in shown]
     if hidden:
         console.print(Text(f"\nNot enabled: {', '.join(hidden)} (--all shows them)", style="dim"))
+    if not settings and shown:
+        console.print(Text("Every setting and where it comes from: --settings", style="dim"))
+
+
+def _rows(rows: list[tuple[str, str]]) -> Text:
+    """Labels and texts in two columns, indented under their heading."""
+    width = max((len(label) for label, _ in rows), default=0)
+    text = Text()
+    for index, (label, value) in enumerate(rows):
+        if index:
+            text.append("\n")
+        text.append(f"  {label:<{width}}  ", style="dim")
+        text.append(value)
+    return text
 
 
 def _flow_table(flow: FlowConfig) -> Table:
@@ -227,11 +285,5 @@ def _add_row(table: Table, group: str, setting: Setting[Any]) -> None:
         origin.append(f" {setting.origin.key}", style="cyan")
     value_style = "italic" if setting.secret else ""
     table.add_row(
-        Text(group), Text(setting.name), Text(_display(setting), style=value_style), origin
+        Text(group), Text(setting.name), Text(display(setting), style=value_style), origin
     )
-
-
-def _display(setting: Setting[Any]) -> str:
-    if setting.secret:
-        return setting.shown
-    return setting.text if setting.text != "" else '""'

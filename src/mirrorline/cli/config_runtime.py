@@ -1,0 +1,127 @@
+"""Reading each flow's run-time changes for `mirrorline config check`, bounded in time.
+
+The changes live in the control topic on each flow's target cluster
+(`control.flow_control`). `config check` must answer quickly and succeed for a
+valid file even when clusters are down, so every flow is read at once, in its
+own thread, with a short timeout; a flow whose target does not answer in time
+gets a note instead of its changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Sequence
+
+from confluent_kafka import KafkaError, KafkaException
+
+from mirrorline.cli.config_summary import Runtime
+from mirrorline.config import ConfigError
+from mirrorline.config.model import FlowConfig
+from mirrorline.control.flow_control import ControlStore
+from mirrorline.kafka import ClusterClients, KafkaOperationError
+
+log = logging.getLogger(__name__)
+
+#: How long `config check` waits for a target cluster by default.
+READ_TIMEOUT_S = 5.0
+
+# librdkafka's words for a cluster that cannot be reached (as opposed to one that refuses).
+_NO_ANSWER = (
+    "timed out",
+    "all broker connections are down",
+    "failed to resolve",
+    "transport",
+    "connection refused",
+)
+
+
+def offline(flows: Sequence[FlowConfig]) -> dict[str, Runtime]:
+    """Every flow's `Runtime` when clusters are not to be asked (`--offline`)."""
+    return {f.name: Runtime(f.target, note="not read (--offline)", offline=True) for f in flows}
+
+
+def read_runtime(
+    flows: Sequence[FlowConfig], timeout: float = READ_TIMEOUT_S
+) -> dict[str, Runtime]:
+    """Each flow's run-time control from its target cluster, all flows at once.
+
+    Returns within about twice `timeout` (locating the end of the control topic,
+    then reading it); a flow whose read has not finished by then is reported as
+    not answering.
+    """
+    results: dict[str, Runtime] = {}
+    lock = threading.Lock()
+
+    def read(flow: FlowConfig) -> None:
+        runtime = _read_one(flow, timeout)
+        with lock:
+            results[flow.name] = runtime
+
+    threads = [
+        threading.Thread(target=read, args=(f,), name=f"runtime {f.name}", daemon=True)
+        for f in flows
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 2 * timeout + 1.0
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        return {
+            f.name: results.get(f.name) or Runtime(f.target, note=f"{f.target} did not answer")
+            for f in flows
+        }
+
+
+def _read_one(flow: FlowConfig, timeout: float) -> Runtime:
+    try:
+        clients = _target_clients(flow)
+    except ConfigError as exc:
+        return Runtime(flow.target, note=f"the clients of {flow.target} cannot be used: {exc}")
+    store = ControlStore(clients)
+    try:
+        return Runtime(flow.target, control=store.read(flow.name, timeout))
+    except KafkaOperationError as exc:
+        message = str(exc)
+    except KafkaException as exc:  # librdkafka refused the settings (a missing CA file, ...)
+        error = exc.args[0]
+        message = error.str() if isinstance(error, KafkaError) else str(exc)
+    except Exception as exc:  # a note, never a stack trace, for one flow's read
+        log.debug("reading the run-time changes of %s failed", flow.name, exc_info=True)
+        message = str(exc)
+    finally:
+        store.close()
+        clients.close()
+    return Runtime(flow.target, note=_why(flow, message))
+
+
+def _why(flow: FlowConfig, message: str) -> str:
+    if any(words in message.lower() for words in _NO_ANSWER):
+        return f"{flow.target} did not answer"
+    return f"reading them from {flow.target} failed: {_redact(flow, message)}"
+
+
+def _redact(flow: FlowConfig, message: str) -> str:
+    """`message` with every secret value of the flow's target clients hidden (where it
+    stands as a word of its own: a one-letter user name does not hide letters of words)."""
+    for client in ("admin", "producer", "consumer"):
+        for setting in flow.client_settings("target", client).settings():
+            if setting.secret and setting.value:
+                alone = rf"(?<![A-Za-z0-9]){re.escape(setting.value)}(?![A-Za-z0-9])"
+                message = re.sub(alone, setting.shown, message)
+    return message
+
+
+def _target_clients(flow: FlowConfig) -> ClusterClients:
+    """The flow's target clients as its driver has them, without librdkafka's own log lines
+    (a note says when the cluster does not answer)."""
+    quiet = {"log_level": 0}
+    return ClusterClients(
+        flow.target,
+        admin={**flow.client_settings("target", "admin"), **quiet},
+        producer={**flow.client_settings("target", "producer"), **quiet},
+        consumer={**flow.client_settings("target", "consumer"), **quiet},
+    )

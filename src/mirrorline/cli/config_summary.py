@@ -1,0 +1,175 @@
+"""The short summary `mirrorline config check` prints first, and its run-time part.
+
+Pure formatting: a loaded configuration and, per flow, what its target cluster
+says about it at run time (`Runtime`, read by `config_runtime`) become rows of
+(label, text). The full per-setting tables are `config_cmd`'s, behind
+`--settings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorline.config.model import ClusterConfig, FlowConfig, Setting
+from mirrorline.config.settings import INTERVAL_LOOPS
+from mirrorline.control.flow_control import LISTS, FlowControl, ListName, configured_list
+
+Row = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What a flow's target cluster says about the flow at run time, or why that is unknown.
+
+    `control` is None when it was not read; `note` then says why: `offline`
+    (`--offline`: not asked), or the cluster did not answer or refused.
+    """
+
+    target: str
+    control: FlowControl | None = None
+    note: str | None = None
+    offline: bool = False
+
+    def to_dict(self, flow: FlowConfig) -> dict[str, Any] | None:
+        """JSON: each list as in the file, as changed and as effective; None when not read."""
+        if self.control is None:
+            return None
+        document = self.control.to_dict()
+        changes = document.pop("lists")
+        document["lists"] = {
+            name: {
+                "file": list(configured_list(flow, name)),
+                "added": changes.get(name, {}).get("added", []),
+                "removed": changes.get(name, {}).get("removed", []),
+                "effective": list(self.control.changes(name).apply(configured_list(flow, name))),
+            }
+            for name in LISTS
+        }
+        return {"read_from": self.target, **document}
+
+
+def display(setting: Setting[Any]) -> str:
+    """A setting's text as it may be shown: `[hidden]` for secrets, `""` for empty."""
+    if setting.secret:
+        return setting.shown
+    return setting.text if setting.text != "" else '""'
+
+
+def cluster_row(cluster: ClusterConfig) -> Row:
+    """`alias`, and its bootstrap servers with a security protocol other than PLAINTEXT."""
+    admin = cluster.clients["admin"]
+    if "bootstrap.servers" not in admin:
+        return cluster.alias, "no bootstrap servers"
+    servers = display(admin.setting("bootstrap.servers"))
+    protocol = admin.get("security.protocol", "plaintext")
+    if protocol.lower() != "plaintext":
+        servers += f" ({protocol.upper()})"
+    return cluster.alias, servers
+
+
+def flow_rows(flow: FlowConfig, runtime: Runtime | None) -> list[Row]:
+    """The summary of one flow: its lists, naming, mode, data path, loops and run-time state."""
+    rows: list[Row] = []
+    control = runtime.control if runtime is not None else None
+    for name in LISTS:
+        rows.extend(_list_rows(flow, name, control))
+    rows.append(("policy", _policy(flow)))
+    rows.append(("mode", _mode(flow)))
+    rows.append(("data path", _data_path(flow)))
+    on, off = loops(flow)
+    rows.append(("control loops", ", ".join(on) or "none"))
+    if off:
+        rows.append(("", f"off: {', '.join(off)}"))
+    if runtime is not None:
+        rows.extend(runtime_rows(runtime))
+    return rows
+
+
+def runtime_rows(runtime: Runtime) -> list[Row]:
+    """The run-time lines: unknown (and why), or the changes and the wanted state."""
+    control = runtime.control
+    if control is None:
+        unknown = "" if runtime.offline else "run-time changes unknown: "
+        return [("run time", f"{unknown}{runtime.note}")]
+    changed = sum(len(c.added) + len(c.removed) for c in control.lists.values())
+    if changed:
+        what = f"{changed} list change{'s' if changed != 1 else ''} (shown above)"
+    else:
+        what = "no list changes"
+    rows = [("run time", f"{what}, read from {runtime.target}")]
+    if control.state != "running":
+        rows.append(("wanted state", f"{control.state} (an operator asked for it at run time)"))
+    if control.positions is not None:
+        count = len(control.positions.offsets)
+        rows.append(("start positions", f"{count} partitions requested, not applied yet"))
+    return rows
+
+
+def loops(flow: FlowConfig) -> tuple[list[str], list[str]]:
+    """Control loops that run with their intervals (`emit.checkpoints 60 s`), and those off."""
+    on: list[str] = []
+    off: list[str] = []
+    for loop in INTERVAL_LOOPS:
+        interval = flow.interval(loop)
+        if interval is None:
+            off.append(loop)
+        else:
+            on.append(f"{loop} {_seconds(interval.total_seconds())}")
+    return on, off
+
+
+def _list_rows(flow: FlowConfig, name: ListName, control: FlowControl | None) -> list[Row]:
+    configured = configured_list(flow, name)
+    changes = control.changes(name) if control is not None else None
+    if not changes:
+        default = " (default)" if flow.setting(name).origin.is_default else ""
+        return [(name, _patterns(configured) + default)]
+    effective = changes.apply(configured)
+    rows: list[Row] = [(name, f"{_patterns(effective)} (effective, changed at run time)")]
+    rows.append(("", f"in the file: {_patterns(configured)}"))
+    if changes.added:
+        rows.append(("", f"added at run time: {_patterns(changes.added)}"))
+    if changes.removed:
+        rows.append(("", f"removed at run time: {_patterns(changes.removed)}"))
+    return rows
+
+
+def _patterns(entries: tuple[str, ...]) -> str:
+    return ", ".join(entries) if entries else "(none)"
+
+
+def _policy(flow: FlowConfig) -> str:
+    name = type(flow.policy).__name__
+    try:
+        example = f"orders → {flow.remote_topic('orders')}"
+    except Exception:  # a custom policy may refuse the example name
+        return name
+    return f"{name} ({example})"
+
+
+def _mode(flow: FlowConfig) -> str:
+    exactly_once = flow.value("exactly.once.source.support") == "enabled"
+    mode = "exactly-once (Kafka transactions)" if exactly_once else "at-least-once"
+    if flow.value("errors.tolerance") == "all":
+        dead = flow.value("errors.deadletterqueue.topic.name")
+        mode += f"; records the target refuses are skipped{f' to {dead}' if dead else ''}"
+    return mode
+
+
+def _data_path(flow: FlowConfig) -> str:
+    tasks = flow.setting("tasks.max")
+    spread = (
+        "one task per source partition"
+        if tasks.origin.is_default
+        else f"at most {tasks.value} tasks"
+    )
+    if flow.value("data.path.mode") == "real-time":
+        batch = _seconds(flow.value("real-time.batch.ms") / 1000)
+        return f"real-time (progress saved every {batch}), {spread}"
+    records = flow.value("max.poll.records")
+    return f"micro-batch (at most {records} records per partition and batch), {spread}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"

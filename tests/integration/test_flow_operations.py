@@ -193,10 +193,22 @@ def test_positions_set_on_a_stopped_flow_and_refused_on_a_running_one(
         assert "positions are set only on a stopped flow" in out
         _mirrorline("stop", *_flow(config))
         moved = json.loads(
-            _mirrorline("positions", "set", *_flow(config), "--timestamp", str(moment), "--json")
-        )
+            _mirrorline(
+                "positions",
+                "set",
+                *_flow(config),
+                "--topic",
+                topic,
+                "--timestamp",
+                str(moment),
+                "--json",
+            )
+        )  # --topic: the flow also replicates any heartbeats topic the cluster has
         assert moved["applied"] is True
-        assert {(p["partition"], p["offset"]) for p in moved["positions"]} == {(0, 30), (1, 30)}
+        assert {(p["topic"], p["partition"], p["offset"]) for p in moved["positions"]} == {
+            (topic, 0, 30),
+            (topic, 1, 30),
+        }
         produce(east.bootstrap_servers, topic, _records("stopped", 10))
         assert_stays(lambda: _remote_count(west, remote) == 100, seconds=3, what="stopped")
 

@@ -200,6 +200,13 @@ class FlowRunner:
                 self._stop_query()
                 self._prepared = False  # starts again from the saved progress
                 return
+            # Positions an operator set are saved while no query runs, before one starts.
+            if not self.data_path.running and self.lifecycle.apply_positions(
+                wanted.control, self.progress
+            ):
+                log.info("flow %s: positions set by an operator saved", self.flow.name)
+                self._prepared = False  # reload the progress just saved
+                return
             # Loops wait while a cluster does not answer, rather than each failing
             # after its timeout (the status already says why); they run on its return.
             reachable = not self.health.unreachable()
@@ -241,17 +248,12 @@ class FlowRunner:
         return wanted.state == "stopped" or (wanted.state == "paused" and real_time)
 
     def _hold(self, wanted: Wanted) -> None:
-        """No query; a pending position request becomes the flow's progress."""
+        """No query; checkpoints go on."""
         if self.data_path.running:
             self.data_path.stop()
         self._held = True
         if not self._assigned:  # checkpoints go on for the partitions with progress
             self._assigned = partition_counts(self.committer.next_offsets())
-        if wanted.state == "stopped" and self.lifecycle.apply_positions(
-            wanted.control, self.progress
-        ):
-            log.info("flow %s: start positions set by an operator saved", self.flow.name)
-            self._prepared = False  # reload the progress just saved
         self._set_state(wanted.state, REASONS[wanted.state])
 
     def _stop_query(self) -> None:

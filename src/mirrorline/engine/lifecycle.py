@@ -24,9 +24,11 @@ within a tick and a newly denied one is left at the next query restart
 start). A `restart` (its counter moved) stops the query and starts it again
 from the saved progress.
 
-A position request is applied only while the flow is stopped, by the driver
-that leads it: the offsets are saved as the flow's progress, then the request
-is deleted. Saving twice (a driver dying in between) saves the same offsets.
+A position request (written only for a stopped flow) is applied by the
+driver that leads the flow while no query runs, so also before the query of
+a flow started in the meantime: the offsets are saved as the flow's progress,
+then the request is deleted. Saving twice (a driver dying in between) saves
+the same offsets.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class Lifecycle:
     def apply_positions(self, control: FlowControl, progress: ProgressStore) -> bool:
         """Save a pending position request as the flow's progress; True if there was one.
 
-        Only for a stopped flow, by its leader (whose progress writes are fenced in).
+        Only while no query runs, by the flow's leader (its progress writes are fenced in).
         """
         request = control.positions
         if request is None or request.id == self._applied:

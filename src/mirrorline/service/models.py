@@ -20,7 +20,7 @@ class ReplicationDoc(BaseModel):
     source: str
     target: str
     state: str = Field(
-        description="starting, running, standby, degraded, failed, stopped or unknown"
+        description="starting, running, paused, standby, degraded, failed, stopped or unknown"
     )
     health: str = Field(description="healthy, warning, unhealthy or inactive")
     reason: str = Field(description="Why the replication is in this state; empty when running.")

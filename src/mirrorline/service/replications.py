@@ -83,7 +83,7 @@ def health_of(state: str, status: StatusSample | None) -> str:
         return "warning"
     if state in ("degraded", "failed", "unknown"):
         return "unhealthy"
-    return "inactive"
+    return "inactive"  # paused or stopped
 
 
 def _state(view: TargetView, status: StatusSample | None, now_ms: int) -> tuple[str, str]:

@@ -11,6 +11,7 @@ from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
 from mirrorline.cli.driver_cmd import driver
+from mirrorline.cli.failover_cmd import failback, failover
 from mirrorline.cli.lifecycle_cmd import pause, restart, resume, start, stop
 from mirrorline.cli.lists_cmd import groups, topics
 from mirrorline.cli.offsets_cmd import offsets_app
@@ -37,6 +38,8 @@ app.command("groups")(groups)
 for command in (pause, resume, stop, start, restart):
     app.command(command.__name__)(command)
 app.add_typer(positions_app, name="positions")
+app.command("failover")(failover)
+app.command("failback")(failback)
 app.command("demo")(demo)
 
 

@@ -1,0 +1,427 @@
+"""`mirrorline failover` and `mirrorline failback`: the disaster-recovery runbook as commands.
+
+The procedures live in `mirrorline.failover`; this module reads the command
+line, shows progress on stderr (rich) and renders the outcome: a summary on
+stdout, or with `--json` one JSON document on stdout (messages stay on
+stderr).
+
+Exit codes, as `mirrorline offsets`: 0 done (or a dry run whose checks
+pass), 1 a check failed or a cluster refused (the message says what and what
+to do; the state file keeps what is done), 2 a mistake in the command line,
+the configuration or the state file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from mirrorline.config import ConfigError, MirrorConfig, load_config
+from mirrorline.failover.clusters import Unreachable
+from mirrorline.failover.context import FailoverContext, FailoverError
+from mirrorline.failover.failback import FailbackOptions, reverse_state_path, run_failback
+from mirrorline.failover.planned import Options, run_planned
+from mirrorline.failover.state import StateFileError, default_state_path
+from mirrorline.failover.unplanned import run_unplanned
+from mirrorline.kafka import KafkaOperationError
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+UNPLANNED_SOURCE_TIMEOUT_S = 5.0
+
+ConfigOption = Annotated[
+    Path, typer.Option("--config", "-c", help="MM2-format properties file naming the clusters.")
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout (messages on stderr).")
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Check and show the plan; change nothing.")
+]
+StateFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-file",
+        help="The failover's state file (default: ~/.local/state/mirrorline/failover/"
+        "<from>-to-<to>.json, or under $XDG_STATE_HOME).",
+    ),
+]
+TimeoutOption = Annotated[
+    float,
+    typer.Option("--timeout", min=1, help="Seconds each wait (lag 0, stopped, checkpoints) lasts."),
+]
+RequestTimeoutOption = Annotated[
+    float, typer.Option("--request-timeout", min=1, help="Seconds each cluster request waits.")
+]
+
+
+def failover(
+    config: ConfigOption,
+    source: Annotated[str, typer.Option("--from", help="The cluster to leave (the flow's source).")],
+    target: Annotated[str, typer.Option("--to", help="The cluster to move to (its target).")],
+    planned: Annotated[
+        bool | None,
+        typer.Option(
+            "--planned/--unplanned",
+            help="Planned: the source answers, lose nothing. Unplanned: the source is gone.",
+        ),
+    ] = None,
+    dry_run: DryRunOption = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Planned: do not wait for lag 0 (what is left behind is recorded). Both: "
+            "also move group offsets backwards.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+    state_file: StateFileOption = None,
+    timeout: TimeoutOption = 300.0,
+    request_timeout: RequestTimeoutOption = 30.0,
+    source_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--source-timeout",
+            min=0.5,
+            help="Seconds each request to the source waits (default: 5 unplanned, else "
+            "--request-timeout).",
+        ),
+    ] = None,
+) -> None:
+    """Fail over from cluster FROM to cluster TO over the flow FROM->TO.
+
+    Planned (--planned): pre-flight checks, then waits until the flow has
+    replicated everything (stop producers on FROM), stops the flow, records
+    the offsets on TO in the state file, waits for the consumer groups' final
+    checkpoints and sets their offsets on TO; then says what to point where.
+    Refused when the flow is not enabled, no driver leads it, or the lag is not
+    0 by --timeout (unless --force).
+
+    Unplanned (--unplanned): works while FROM does not answer. Stops the flow,
+    sets each group's latest checkpointed offsets on TO, and reports the loss
+    window: the age of the newest replicated record per topic and, if FROM
+    answers, the records it holds that TO does not.
+
+    Each step is recorded in the state file: running the command again
+    continues where it stopped, and says when it is done. Exit code 0 done, 1 a
+    check failed or a cluster refused, 2 a mistake in the command or the files.
+
+    \b
+    Examples:
+      mirrorline failover -c mm2.properties --from east --to west --planned --dry-run
+      mirrorline failover -c mm2.properties --from east --to west --planned
+      mirrorline failover -c mm2.properties --from east --to west --unplanned --json
+    """
+    logging.getLogger("mirrorline").setLevel(logging.ERROR)  # the report says it all
+    reporter = RichReporter(quiet=as_json)
+    try:
+        if planned is None:
+            raise FailoverError("say which failover: --planned or --unplanned", EXIT_USAGE)
+        loaded = _load(config)
+        _check_aliases(loaded, source, target)
+        path = state_file or default_state_path(source, target)
+        if source_timeout is None:
+            source_timeout = request_timeout if planned else UNPLANNED_SOURCE_TIMEOUT_S
+        ctx = _context(loaded, source, target, request_timeout, source_timeout)
+        try:
+            options = Options(path, dry_run=dry_run, force=force, timeout=timeout)
+            run = run_planned if planned else run_unplanned
+            report = run(ctx, options, reporter)
+        finally:
+            ctx.close()
+    except (FailoverError, StateFileError, KafkaOperationError) as exc:
+        _fail(exc, as_json, {"command": "failover", "flow": f"{source}->{target}"})
+    _finish(report, as_json)
+
+
+def failback(
+    config: ConfigOption,
+    source: Annotated[
+        str, typer.Option("--from", help="The cluster producers and consumers use now.")
+    ],
+    target: Annotated[str, typer.Option("--to", help="The cluster to go back to.")],
+    dry_run: DryRunOption = False,
+    full_resync: Annotated[
+        bool,
+        typer.Option(
+            "--full-resync",
+            help="Copy everything FROM holds of the failed-over topics, not only what was "
+            "written since the failover (when FROM no longer holds where it started).",
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Do not wait for lag 0 on the way back; move offsets backwards too."
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+    state_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--state-file",
+            help="The state file of the failover TO->FROM (default: ~/.local/state/mirrorline/"
+            "failover/<to>-to-<from>.json, or under $XDG_STATE_HOME).",
+        ),
+    ] = None,
+    timeout: TimeoutOption = 300.0,
+    request_timeout: RequestTimeoutOption = 30.0,
+) -> None:
+    """Go back to cluster TO after a failover TO->FROM, copying only what was written on FROM.
+
+    Reads the failover's state file; checks that FROM still holds every offset
+    recorded at failover (else --full-resync); has the flow FROM->TO (enable it
+    in the file) start at those offsets, so it copies the delta alone; then runs
+    a planned failover FROM->TO (stop producers on FROM when asked) and resumes
+    TO->FROM. Running it again continues where it stopped. Exit code 0 done, 1 a
+    check failed or a cluster refused, 2 a mistake in the command or the files.
+
+    \b
+    Examples:
+      mirrorline failback -c mm2.properties --from west --to east --dry-run
+      mirrorline failback -c mm2.properties --from west --to east
+    """
+    logging.getLogger("mirrorline").setLevel(logging.ERROR)
+    reporter = RichReporter(quiet=as_json)
+    try:
+        loaded = _load(config)
+        _check_aliases(loaded, source, target)
+        path = state_file or default_state_path(target, source)
+        ctx = _context(loaded, source, target, request_timeout, request_timeout)
+        try:
+            options = FailbackOptions(
+                path,
+                reverse_state_path(path, source, target),
+                dry_run=dry_run,
+                full_resync=full_resync,
+                force=force,
+                timeout=timeout,
+            )
+            report = run_failback(ctx, options, reporter)
+        finally:
+            ctx.close()
+    except (FailoverError, StateFileError, KafkaOperationError) as exc:
+        _fail(exc, as_json, {"command": "failback", "flow": f"{source}->{target}"})
+    _finish(report, as_json)
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def _load(path: Path) -> MirrorConfig:
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        raise FailoverError(f"{path}: {exc}", EXIT_USAGE) from None
+
+
+def _check_aliases(loaded: MirrorConfig, source: str, target: str) -> None:
+    for alias, option in ((source, "--from"), (target, "--to")):
+        if alias not in loaded.clusters:
+            raise FailoverError(
+                f"{loaded.file} has no cluster {alias} ({option}); its clusters: "
+                f"{', '.join(loaded.clusters)}",
+                EXIT_USAGE,
+            )
+    if source == target:
+        raise FailoverError(f"--from and --to are both {source}: name two clusters", EXIT_USAGE)
+
+
+def _context(
+    loaded: MirrorConfig, source: str, target: str, request_timeout: float, source_timeout: float
+) -> FailoverContext:
+    try:
+        return FailoverContext(
+            loaded,
+            source,
+            target,
+            request_timeout=request_timeout,
+            source_timeout=source_timeout,
+        )
+    except ConfigError as exc:
+        raise FailoverError(f"{loaded.file}: {exc}", EXIT_USAGE) from None
+
+
+def _fail(exc: Exception, as_json: bool, where: dict[str, Any]) -> None:
+    code = exc.code if isinstance(exc, FailoverError) else EXIT_USAGE
+    if isinstance(exc, Unreachable | KafkaOperationError):
+        code = EXIT_FAILED
+    details = list(exc.details) if isinstance(exc, FailoverError) else []
+    if as_json:
+        document = {"ok": False, **where, "error": str(exc), "problems": details}
+        if isinstance(exc, FailoverError) and exc.report:
+            document = {**exc.report, **document}
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        err = _console(sys.stderr)
+        err.print(Text(f"error: {exc}", style="red"))
+        for detail in details:
+            err.print(Text(f"  {detail}"))
+    raise typer.Exit(code)
+
+
+def _finish(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        render(report, _console(sys.stdout))
+    if not report.get("ok"):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def render(report: dict[str, Any], out: Console) -> None:
+    """The report for people: checks, lag, groups, loss window, what to do next."""
+    title = f"{report['command']} {report['flow']}"
+    if report.get("mode"):
+        title += f" ({report['mode']})"
+    if report.get("dry_run"):
+        title += ": dry run, nothing changed"
+    out.print(Text(title, style="bold"))
+    if report.get("already_done"):
+        out.print(Text(f"✓ already done (recorded in {report['state_file']})", style="green"))
+    if report.get("resumed_after"):
+        out.print(Text(f"continued after: {', '.join(report['resumed_after'])}", style="dim"))
+    _checks(report, out)
+    if "lag" in report:
+        lag = report["lag"]
+        out.print(Text(f"lag: {lag['total'] if lag['total'] is not None else 'unknown'} records"))
+    if report.get("source_reachable") is False:
+        out.print(Text(f"source did not answer: {report.get('source_error')}", style="yellow"))
+    for line in report.get("plan", []):
+        out.print(Text(f"  • {line}"))
+    if report.get("stopped"):
+        out.print(Text(f"✓ {report['stopped']}", style="green"))
+    left = report.get("left_behind") or []
+    if left:
+        total = sum(r["records"] for r in left)
+        out.print(Text(f"left behind: {total} records not replicated", style="yellow"))
+    _loss(report, out)
+    _delta(report, out)
+    if isinstance(report.get("failover"), dict):
+        render(report["failover"], out)
+    _groups(report, out)
+    if report.get("finished"):
+        out.print(Text(f"✓ {report['command']} {report['flow']} done", style="bold green"))
+    steps = report.get("next_steps") or []
+    if steps:
+        out.print(Text("Now:", style="bold"))
+        for number, step in enumerate(steps, 1):
+            out.print(Text(f"  {number}. {step}"))
+
+
+def _checks(report: dict[str, Any], out: Console) -> None:
+    checks = report.get("preflight") or []
+    if not checks:
+        return
+    table = Table(title="pre-flight checks", title_justify="left")
+    table.add_column("check")
+    table.add_column("verdict")
+    table.add_column("detail")
+    styles = {"ok": "green", "warning": "yellow", "failed": "red"}
+    for c in checks:
+        table.add_row(c["check"], Text(c["verdict"], style=styles[c["verdict"]]), c["detail"])
+    out.print(table)
+
+
+def _groups(report: dict[str, Any], out: Console) -> None:
+    groups = report.get("groups") or []
+    if not groups:
+        return
+    table = Table(title="consumer groups", title_justify="left")
+    for column in ("group", "status", "partitions", "problems"):
+        table.add_column(column)
+    for g in groups:
+        table.add_row(
+            g["group"],
+            g["status"],
+            str(len(g["partitions"])),
+            "; ".join(g["problems"] + g.get("warnings", [])) or "-",
+        )
+    out.print(table)
+
+
+def _loss(report: dict[str, Any], out: Console) -> None:
+    topics = report.get("loss_window") or []
+    if not topics:
+        return
+    table = Table(title="loss window", title_justify="left")
+    for column in ("topic", "remote topic", "newest replicated", "window", "not replicated"):
+        table.add_column(column)
+    for t in topics:
+        window = t["window_s"]
+        missing = t["records_not_replicated"]
+        table.add_row(
+            t["topic"],
+            t["remote_topic"],
+            "-" if t["newest_replicated_ms"] is None else str(t["newest_replicated_ms"]),
+            "-" if window is None else f"{window:.1f}s",
+            "unknown (source did not answer)" if missing is None else str(missing),
+        )
+    out.print(table)
+
+
+def _delta(report: dict[str, Any], out: Console) -> None:
+    if "delta" not in report:
+        return
+    out.print(
+        Text(
+            f"delta: {report.get('delta_records', 0)} records written on {report['source']} "
+            f"since the failover, over {len(report['delta'])} partitions"
+        )
+    )
+
+
+class RichReporter:
+    """Messages and progress bars on stderr."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self._err = Console(stderr=True, highlight=False)
+        self._quiet = quiet
+
+    def say(self, text: str, style: str = "") -> None:
+        self._err.print(Text(text, style=style or ("dim" if self._quiet else "")))
+
+    @contextmanager
+    def waiting(self, what: str, total: int | None = None) -> Iterator[_Bar]:
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=self._err,
+            transient=True,
+        )
+        task = progress.add_task(what, total=total, detail="")
+        with progress:
+            yield _Bar(progress, task)
+        self._err.print(Text(f"✓ {what}: done", style="dim"))
+
+
+class _Bar:
+    def __init__(self, progress: Progress, task: Any) -> None:
+        self._progress = progress
+        self._task = task
+
+    def update(
+        self, *, completed: int | None = None, total: int | None = None, detail: str = ""
+    ) -> None:
+        self._progress.update(self._task, completed=completed, total=total, detail=detail)
+
+
+def _console(stream: Any) -> Console:
+    # Outside a terminal, tables keep their natural width instead of folding at 80 columns.
+    width = None if stream.isatty() else 1000
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False)

@@ -1,0 +1,414 @@
+"""Planned failover of a flow A->B: move producers and consumers to B losing nothing.
+
+The protocol, each step written to the state file once done (`state.py`), so
+that running the command again continues where it stopped:
+
+1. **pre-flight** (`preflight.py`): the flow is enabled, a driver leads it
+   and reports running; the groups it checkpoints; what is stale. A failed
+   check refuses the failover before anything changes.
+2. **drain**: the operator stops producers on A; the command waits until
+   the flow's lag is 0 on every partition (`lag.py`). At the deadline it
+   refuses, unless `--force`, which goes on and records what is left behind.
+3. **stop** the flow (`steps.stop_flow`) and wait for its status to say so.
+4. **record** the positions (`steps.record_offsets`): the target's log end
+   offsets are where failback will start copying back.
+5. **groups**: wait until each group's committed offsets on A are covered by a
+   final checkpoint (`groups.translate_group`), then commit the translated
+   offsets to the group on B, or let the driver do it when it syncs group
+   offsets (`groups.move_group`). A group that still has members on B, or
+   that is ahead on B, is reported and refused (exit 1) unless `--force`.
+
+A dry run does the pre-flight checks and measures the lag, then says what
+the steps would do; it changes nothing and writes no state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mirrorline.checkpoints import read_checkpoints
+from mirrorline.config.model import FlowConfig
+from mirrorline.control.checkpointing import INTERNAL_GROUP_PREFIX
+from mirrorline.control.offset_runs import read_runs
+from mirrorline.control.remote_topics import read_remote_topics
+from mirrorline.control.translation import Translation, TranslationStore
+from mirrorline.failover.clusters import ClusterAccess
+from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
+from mirrorline.failover.groups import (
+    GroupOutcome,
+    PartitionTranslation,
+    move_group,
+    translate_group,
+)
+from mirrorline.failover.lag import FlowLag
+from mirrorline.failover.preflight import FlowFacts, evaluate
+from mirrorline.failover.state import (
+    DRAINED,
+    GROUPS,
+    RECORDED,
+    STEPS,
+    STOPPED,
+    FailoverState,
+    now_ms,
+    save_state,
+)
+from mirrorline.failover.steps import (
+    EXIT_FAILED,
+    POLL_S,
+    next_steps,
+    offsets_rows,
+    record_offsets,
+    state_to_continue,
+    stop_flow,
+)
+from mirrorline.kafka import KafkaOperationError
+
+Partition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Options:
+    state_path: Path
+    dry_run: bool = False
+    force: bool = False
+    timeout: float = 300.0  # for each wait: lag 0, stopped, checkpoints
+
+
+def run_planned(ctx: FailoverContext, options: Options, reporter: Reporter) -> dict[str, Any]:
+    """Run (or continue) a planned failover of `ctx`'s flow; the report document."""
+    state = state_to_continue(ctx, options.state_path, "planned", dry_run=options.dry_run)
+    report: dict[str, Any] = _report(ctx, options, state)
+    if state.finished:
+        report["already_done"] = True
+        report["next_steps"] = next_steps(ctx, state)
+        reporter.say(f"the failover of {ctx.name} is already done ({options.state_path})")
+        return report
+    report["resumed_after"] = [s for s in STEPS if state.done(s)]
+    control = ctx.wanted()
+    if not state.done(STOPPED) and not (state.done(DRAINED) and control.state == "stopped"):
+        effective = control.effective(ctx.flow)
+        replication = ctx.replication()
+        facts = gather_facts(ctx, effective, control.state, replication)
+        checks = evaluate(facts)
+        report["preflight"] = [c.to_dict() for c in checks]
+        report["groups_found"] = list(facts.groups)
+        lag = ctx.positions.measure(effective)
+        report["lag"] = _lag_document(lag)
+        if options.dry_run:
+            report["plan"] = _plan(ctx, state, options)
+            report["ok"] = not any(c.failed for c in checks)
+            return report
+        failed = [f"{c.name}: {c.detail}" for c in checks if c.failed]
+        if failed:
+            raise FailoverError(
+                f"pre-flight checks of {ctx.name} failed", EXIT_FAILED, failed, report=report
+            )
+        last_running = replication.status_time_ms if replication is not None else None
+        if not state.done(DRAINED):
+            lag = _drain(ctx, effective, options, reporter, lag)
+            state.forced = options.force and bool(lag.total)
+            state.mark(DRAINED)
+            save_state(options.state_path, state)
+        report["stopped"] = stop_flow(
+            ctx,
+            state,
+            reporter,
+            timeout=options.timeout,
+            last_running_ms=last_running,
+            require_driver=True,
+        )
+        save_state(options.state_path, state)
+    elif options.dry_run:
+        report["plan"] = _plan(ctx, state, options)
+        return report
+    elif not state.done(STOPPED):
+        report["stopped"] = stop_flow(
+            ctx, state, reporter, timeout=options.timeout, last_running_ms=None, require_driver=True
+        )
+        save_state(options.state_path, state)
+    if not state.done(RECORDED):
+        lag = ctx.positions.measure(ctx.effective_flow())
+        report["recorded"] = record_offsets(ctx, state, lag)
+        save_state(options.state_path, state)
+        if state.left_behind:
+            reporter.say(
+                f"{state.left_behind_total()} records on {ctx.flow.source} were not replicated "
+                "before the flow stopped (see left_behind)",
+                "yellow",
+            )
+    report["left_behind"] = offsets_rows(state.left_behind or {})
+    if not state.done(GROUPS):
+        outcomes = move_groups(ctx, state, options, reporter)
+        state.groups = [o.to_dict() for o in outcomes]
+        report["groups"] = state.groups
+        problems = [f"group {o.group}: {p}" for o in outcomes for p in o.problems]
+        if problems and not options.force:
+            save_state(options.state_path, state)
+            raise FailoverError(
+                f"the consumer groups of {ctx.name} could not all be moved to "
+                f"{ctx.flow.target}; the flow is stopped and its offsets recorded: fix what is "
+                "named and run the command again",
+                EXIT_FAILED,
+                problems,
+                report=report,
+            )
+        state.mark(GROUPS)
+    report["groups"] = state.groups
+    state.finish()
+    save_state(options.state_path, state)
+    report["ok"] = True
+    report["finished"] = True
+    report["next_steps"] = next_steps(ctx, state)
+    return report
+
+
+def _report(ctx: FailoverContext, options: Options, state: FailoverState) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "command": "failover",
+        "mode": "planned",
+        "flow": ctx.name,
+        "source": ctx.flow.source,
+        "target": ctx.flow.target,
+        "dry_run": options.dry_run,
+        "forced": options.force,
+        "state_file": str(options.state_path),
+        "already_done": False,
+        "started_ms": state.started_ms,
+    }
+
+
+def gather_facts(
+    ctx: FailoverContext, flow: FlowConfig, wanted_state: str, replication: Any
+) -> FlowFacts:
+    """What the pre-flight checks need, from both clusters and the flow's status."""
+    on_source = ctx.source.topics()
+    selected = {t: n for t, n in on_source.items() if flow.should_replicate_topic(t)}
+    interval_topics = flow.interval("refresh.topics")
+    interval_checkpoints = flow.interval("emit.checkpoints")
+    return FlowFacts(
+        flow=ctx.name,
+        enabled=flow.enabled,
+        config_file=ctx.config.file,
+        wanted_state=wanted_state,
+        replication=replication,
+        groups=checkpointed_groups(ctx, flow),
+        checkpoints_enabled=interval_checkpoints is not None,
+        checkpoint_interval_s=interval_checkpoints.total_seconds()
+        if interval_checkpoints
+        else None,
+        refresh_interval_s=interval_topics.total_seconds() if interval_topics else None,
+        selected=selected,
+        published=ctx.positions.topics(),
+        target_partitions=ctx.target.topics(),
+        now_ms=now_ms(),
+    )
+
+
+def checkpointed_groups(ctx: FailoverContext, flow: FlowConfig) -> list[str]:
+    """The source's consumer groups the flow checkpoints (as its checkpointer selects them)."""
+    return [
+        g
+        for g in ctx.source.groups()
+        if not g.startswith(INTERNAL_GROUP_PREFIX) and flow.should_replicate_group(g)
+    ]
+
+
+def _drain(
+    ctx: FailoverContext, flow: FlowConfig, options: Options, reporter: Reporter, lag: FlowLag
+) -> FlowLag:
+    """Wait until the flow's lag is 0 (or, forced, take it as it is)."""
+    if options.force:
+        if lag.total:
+            reporter.say(
+                f"--force: not waiting for {lag.total} records still to replicate", "yellow"
+            )
+        return lag
+    reporter.say(
+        f"stop the producers writing to {ctx.flow.source}: waiting until {ctx.name} has "
+        "replicated every record"
+    )
+    first = lag.total or 0
+    deadline = time.monotonic() + options.timeout
+    with reporter.waiting(f"draining {ctx.name}", total=max(first, 1)) as wait:
+        while lag.total:
+            if time.monotonic() > deadline:
+                lagging = lag.lagging()
+                raise FailoverError(
+                    f"{ctx.name} still lags by {lag.total} records after {options.timeout:.0f}s: "
+                    f"are producers still writing to {ctx.flow.source}? Stop them and run the "
+                    "command again, or give --force to fail over without those records",
+                    EXIT_FAILED,
+                    [f"{t}[{p}]: {n} records" for (t, p), n in list(lagging.items())[:20]],
+                )
+            first = max(first, lag.total or 0)
+            wait.update(
+                completed=first - (lag.total or 0),
+                total=first,
+                detail=f"{lag.total} records to go",
+            )
+            time.sleep(POLL_S)
+            lag = ctx.positions.measure(flow)
+        wait.update(completed=first, total=max(first, 1), detail="lag 0")
+    return lag
+
+
+def move_groups(
+    ctx: FailoverContext, state: FailoverState, options: Options, reporter: Reporter
+) -> list[GroupOutcome]:
+    """Wait for the groups' final checkpoints, then move each group to the target."""
+    flow = ctx.effective_flow()
+    groups = checkpointed_groups(ctx, flow)
+    if not groups:
+        return []
+    names, came_back = topic_names(ctx, flow, state)
+    partitions = _source_partitions(ctx, names)
+    fallback = _fallback(ctx, state, came_back)
+    interval = flow.interval("emit.checkpoints")
+    deadline = time.monotonic() + options.timeout
+    translations: dict[str, list[PartitionTranslation]] = {}
+    members: dict[str, int] = {}
+    with reporter.waiting(
+        f"waiting for the final checkpoints of {len(groups)} groups", total=len(groups)
+    ) as wait:
+        while True:
+            checkpoints = _checkpoints(ctx, flow)
+            for group in groups:
+                on_source = ctx.source.describe(group, partitions)
+                members[group] = on_source.members
+                translations[group] = translate_group(
+                    group, on_source.offsets, names, checkpoints, fallback
+                )
+            ready = [g for g, found in translations.items() if all(t.ok for t in found)]
+            wait.update(completed=len(ready), detail=f"{len(ready)} of {len(groups)} groups")
+            if len(ready) == len(groups) or time.monotonic() > deadline or interval is None:
+                break
+            time.sleep(POLL_S)
+    sync = flow.interval("sync.group.offsets")
+    sync_wait = 0.0 if sync is None else min(options.timeout, 2 * sync.total_seconds() + 5)
+    outcomes = []
+    for group in groups:
+        if not translations[group]:
+            continue  # nothing committed on the replicated topics
+        outcome = move_group(
+            ctx.target,
+            group,
+            translations[group],
+            allow_backwards=options.force,
+            sync_wait_s=sync_wait,
+        )
+        if members[group]:
+            outcome.warnings.append(
+                f"{members[group]} members still consume on {ctx.flow.source}: offsets they "
+                f"commit there from now on do not reach {ctx.flow.target}"
+            )
+        reporter.say(f"group {group}: {outcome.status}")
+        outcomes.append(outcome)
+    return outcomes
+
+
+def topic_names(
+    ctx: FailoverContext, flow: FlowConfig, state: FailoverState
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Source topic -> its name on the target, and the part of it that came from the target.
+
+    The replicated topics keep their remote names. Topics on the source that
+    are copies of the target's (a group's way back after an earlier
+    failover) go to their original names there: known from the opposite
+    flow's published pairs on the source, or, for MM2's remote topics, from
+    their names.
+    """
+    names = dict(state.topics)
+    came_back: dict[str, str] = {}
+    opposite = f"{flow.target}->{flow.source}"
+    try:
+        published = read_remote_topics(ctx.source.consumer_settings, timeout=ctx.source.timeout)
+    except KafkaOperationError as exc:
+        raise FailoverError(f"{ctx.source.alias}: {exc}", EXIT_FAILED) from None
+    for original, copy in published.get(opposite, {}).items():
+        came_back[copy] = original
+    for topic in ctx.source.topics():
+        if topic not in came_back and flow.policy.topic_source(topic) == flow.target:
+            came_back[topic] = flow.policy.upstream_topic(topic) or topic
+    for topic, original in came_back.items():
+        names.setdefault(topic, original)
+    return names, came_back
+
+
+def _source_partitions(ctx: FailoverContext, names: Mapping[str, str]) -> list[Partition]:
+    on_source = ctx.source.topics()
+    return [(t, p) for t in names for p in range(on_source.get(t, 0))]
+
+
+def _checkpoints(ctx: FailoverContext, flow: FlowConfig) -> dict:
+    try:
+        return read_checkpoints(
+            ctx.target.consumer_settings,
+            flow.checkpoints_topic,
+            missing_ok=True,
+            timeout=ctx.target.timeout,
+        )
+    except KafkaOperationError as exc:
+        raise FailoverError(f"{ctx.target.alias}: {exc}", EXIT_FAILED) from None
+
+
+def _fallback(ctx: FailoverContext, state: FailoverState, came_back: Mapping[str, str]):
+    """Translations through offset runs, for what the flow's own checkpoints cannot give.
+
+    Only for topics that are copies of the target's (`came_back`): read
+    backwards, the opposite flow's runs (kept on the source) give the exact
+    offset on the target. For a topic the flow also replicates (identity
+    policy), only where the flow's own runs cannot translate the offset.
+    """
+    stores: dict[str, TranslationStore] = {}
+    flow = ctx.flow
+    opposite = f"{flow.target}->{flow.source}"
+
+    def store(name: str, access: ClusterAccess) -> TranslationStore:
+        if name not in stores:
+            loaded = TranslationStore()
+            loaded.load(read_runs(access.consumer_settings, name, missing_ok=True))
+            stores[name] = loaded
+        return stores[name]
+
+    def translate(tp: Partition, committed: int) -> Translation | None:
+        topic, partition = tp
+        if topic not in came_back:
+            return None
+        if topic in state.topics:
+            own = store(flow.name, ctx.target).translate(tp, committed, state.progress.get(tp))
+            if own.ok:
+                return None  # the flow's checkpoint will say it
+        return store(opposite, ctx.source).inverse((came_back[topic], partition), committed)
+
+    return translate
+
+
+def _lag_document(lag: FlowLag) -> dict[str, Any]:
+    return {
+        "total": lag.total,
+        "partitions": offsets_rows(lag.lagging()),
+        "topics": dict(lag.topics),
+    }
+
+
+def _plan(ctx: FailoverContext, state: FailoverState, options: Options) -> list[str]:
+    source, target = ctx.flow.source, ctx.flow.target
+    wait = "take the lag as it is (--force)" if options.force else "wait until the lag is 0"
+    plan = [
+        (DRAINED, f"{wait} (producers on {source} must stop)"),
+        (STOPPED, f"stop {ctx.name} through its control record and wait for it to report so"),
+        (
+            RECORDED,
+            f"record the log end offsets of the remote topics on {target} in {options.state_path}",
+        ),
+        (
+            GROUPS,
+            f"wait for the final checkpoint of each group and set its offsets on {target}",
+        ),
+    ]
+    return [f"{'done: ' if state.done(step) else ''}{text}" for step, text in plan]

@@ -1,0 +1,360 @@
+"""`mirrorline failover --planned` and `mirrorline failback` on real clusters, end to end.
+
+The drill: producers and a consumer group work on east while east->west
+replicates; a planned failover moves them to west; they work on west; a
+failback brings them back to east. Every record produced anywhere is read by
+the group exactly once over the whole drill (compared value by value: none
+lost, none read twice), and the failback copies back only what was written on
+west after the failover. Run with the default replication policy (remote
+topics `east.<topic>`) and with the identity policy (same names, loops
+prevented by provenance headers).
+
+Also: a failover refused while the lag is not 0, then forced, recording what
+it left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from mirrorline.control.flow_control import ControlStore
+from mirrorline.kafka import ClusterClients
+from support.driver_process import child_env
+from support.driving import running_driver, write_config
+from support.kafka_io import Record, create_topic, end_offsets, produce, unique_name
+from support.wait import wait_until
+
+PARTITIONS = 3
+IDENTITY = "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy\n"
+
+Read = tuple[str, int, int, bytes]  # (topic, partition, offset, value)
+
+
+@pytest.fixture(autouse=True)
+def flows_running_afterwards(two_clusters):
+    """The control topics are shared by every test of the session: leave both flows running."""
+    yield
+    east, west = two_clusters
+    for cluster, flow in ((west, "east->west"), (east, "west->east")):
+        store = ControlStore(_clients(cluster))
+        if store.read(flow).state != "running":
+            store.set_state(flow, "running")
+        store.close()
+
+
+# -- the drill ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["default", "identity"])
+def test_planned_failover_and_failback_read_every_record_exactly_once(
+    two_clusters, spark, tmp_path, policy
+):
+    east, west = two_clusters
+    topic = unique_name("orders")
+    group = unique_name("drill")
+    identity = policy == "identity"
+    on_west = topic if identity else f"east.{topic}"  # the remote topic on west
+    back_on_east = topic if identity else f"west.{topic}"  # west's records copied back
+    state_file = tmp_path / "state" / "east-to-west.json"
+    create_topic(east.bootstrap_servers, topic, PARTITIONS)
+    produced: list[bytes] = []
+    consumed: list[Read] = []
+
+    def config(*flows: str) -> Path:
+        body = (IDENTITY if identity else "") + (
+            "emit.checkpoints.interval.seconds = 1\n"
+            "refresh.groups.interval.seconds = 1\n"
+            "emit.metrics.interval.seconds = 1\n"
+            f"topics = {topic}\n"
+            f"groups = {group}\n"
+        )
+        body += "".join(f"{flow}.enabled = true\n" for flow in flows)
+        # The way back syncs group offsets itself; the way out leaves it to the command.
+        body += "west->east.sync.group.offsets.enabled = true\n"
+        body += "west->east.sync.group.offsets.interval.seconds = 1\n"
+        return write_config(tmp_path / f"{'-'.join(flows)}.properties", [east, west], body)
+
+    out = config("east->west")
+    produced += _produce(east, topic, "east-1", 300)
+    with running_driver(out, spark, tmp_path / "work"):
+        consumed += _read_as_group(east, group, [topic], limit=170)
+        produced += _produce(east, topic, "east-2", 200)
+        consumed += _read_as_group(east, group, [topic], limit=100)
+        # The producers stop; the failover waits until the flow replicated everything.
+        done = _cli(
+            "failover",
+            "-c",
+            out,
+            "--from",
+            "east",
+            "--to",
+            "west",
+            "--planned",
+            "--state-file",
+            state_file,
+            "--timeout",
+            "180",
+            "--json",
+        )
+        report = json.loads(done.stdout)
+        assert done.returncode == 0, done.stderr
+        assert report["ok"] and report["finished"]
+        assert {c["check"]: c["verdict"] for c in report["preflight"]}["driver"] == "ok"
+        assert report["left_behind"] == []
+        [moved] = report["groups"]
+        assert moved["group"] == group and moved["status"] == "moved", moved
+        assert any(on_west in step or topic in step for step in report["next_steps"])
+        again = _cli(
+            "failover",
+            "-c",
+            out,
+            "--from",
+            "east",
+            "--to",
+            "west",
+            "--planned",
+            "--state-file",
+            state_file,
+            "--json",
+        )
+        assert again.returncode == 0 and json.loads(again.stdout)["already_done"], again.stderr
+        assert ControlStore(_clients(west)).read("east->west").state == "stopped"
+
+    # -- on west: the group finishes what east replicated, producers write to `topic`
+    if not identity:
+        create_topic(west.bootstrap_servers, topic, PARTITIONS)
+    west_topics = [on_west] if identity else [on_west, topic]
+    before_delta = end_offsets(west.bootstrap_servers, topic)
+    consumed += _read_as_group(west, group, west_topics)
+    produced += _produce(west, topic, "west-1", 150)
+    consumed += _read_as_group(west, group, west_topics, limit=60)
+    produced += _produce(west, topic, "west-2", 90)  # read on east after the failback
+    delta = sum(end_offsets(west.bootstrap_servers, topic).values()) - sum(before_delta.values())
+    assert delta == 240
+
+    # -- failback: started first, it stops west->east and asks for its start offsets;
+    # then the driver runs with west->east enabled and applies them.
+    back = config("east->west", "west->east")
+    failback = _start_cli(
+        "failback",
+        "-c",
+        back,
+        "--from",
+        "west",
+        "--to",
+        "east",
+        "--state-file",
+        state_file,
+        "--timeout",
+        "240",
+        "--json",
+    )
+    control = ControlStore(_clients(east))
+    wait_until(
+        lambda: control.read("west->east").positions is not None or failback.poll() is not None,
+        timeout=60,
+        what="the failback's position request",
+    )
+    east_before = end_offsets(east.bootstrap_servers, back_on_east) if identity else {}
+    with running_driver(back, spark, tmp_path / "work"):
+        stdout, stderr = failback.communicate(timeout=300)
+        assert failback.returncode == 0, stderr
+        report = json.loads(stdout)
+        assert report["ok"] and report["finished"], report
+        assert report["delta_records"] == 240
+        assert report["failover"]["groups"][0]["status"] in ("moved", "synced", "unchanged")
+        wait_until(
+            lambda: ControlStore(_clients(west)).read("east->west").state == "running",
+            timeout=30,
+            what="east->west resumed",
+        )
+        # Only the delta came back: what west->east wrote to east.
+        copied = sum(end_offsets(east.bootstrap_servers, back_on_east).values()) - sum(
+            east_before.values()
+        )
+        assert copied == 240, f"west->east wrote {copied} records to east, expected 240"
+
+    # -- back on east: the group reads the rest and what producers write now
+    east_topics = [topic] if identity else [topic, back_on_east]
+    produced += _produce(east, topic, "east-3", 50)
+    consumed += _read_as_group(east, group, east_topics)
+    values = [value for _, _, _, value in consumed]
+    twice = sorted({v for v in values if values.count(v) > 1})
+    assert not twice, f"read twice: {len(twice)} records, e.g. {twice[:5]}"
+    lost = sorted(set(produced) - set(values))
+    assert not lost, f"never read: {len(lost)} records, e.g. {lost[:5]}"
+    assert len(values) == len(produced) == 790
+
+
+# -- refused, then forced -----------------------------------------------------------------
+
+
+def test_failover_is_refused_while_the_lag_is_not_zero_and_forced_records_what_it_left(
+    two_clusters, spark, tmp_path
+):
+    """A topic created after the flow's last topic refresh is selected but not replicated:
+    its records are lag that never drains. The failover refuses at its deadline; forced, it
+    fails over and records those records as left behind."""
+    east, west = two_clusters
+    topic, late = unique_name("ledger"), unique_name("ledger")
+    create_topic(east.bootstrap_servers, topic, 2)
+    produce(east.bootstrap_servers, topic, [Record(b"k", b"v", partition=p) for p in (0, 1)])
+    body = (
+        f"east->west.enabled = true\nemit.metrics.interval.seconds = 1\n"
+        f"topics = {topic}, {late}\ngroups = {unique_name('none')}\n"
+    )
+    config = write_config(tmp_path / "mm2.properties", [east, west], body)
+    text = config.read_text().replace(
+        "refresh.topics.interval.seconds = 1", "refresh.topics.interval.seconds = 3600"
+    )
+    config.write_text(text)
+    state_file = tmp_path / "failover.json"
+    with running_driver(config, spark, tmp_path / "work") as driver:
+        wait_until(
+            lambda: driver.statuses()[0].records >= 2,
+            timeout=120,
+            what="the flow replicating its topic",
+        )
+        create_topic(east.bootstrap_servers, late, 1)
+        produce(east.bootstrap_servers, late, [Record(b"k", b"late") for _ in range(7)])
+
+        refused = _cli(
+            "failover",
+            "-c",
+            config,
+            "--from",
+            "east",
+            "--to",
+            "west",
+            "--planned",
+            "--state-file",
+            state_file,
+            "--timeout",
+            "5",
+        )
+        assert refused.returncode == 1, refused.stderr
+        assert "still lags by 7 records" in refused.stderr
+        assert "--force" in refused.stderr and f"{late}[0]: 7 records" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert ControlStore(_clients(west)).read("east->west").state == "running"
+
+        forced = _cli(
+            "failover",
+            "-c",
+            config,
+            "--from",
+            "east",
+            "--to",
+            "west",
+            "--planned",
+            "--state-file",
+            state_file,
+            "--timeout",
+            "60",
+            "--force",
+            "--json",
+        )
+        assert forced.returncode == 0, forced.stderr
+        report = json.loads(forced.stdout)
+        assert report["left_behind"] == [{"topic": late, "partition": 0, "records": 7}]
+        checks = {c["check"]: c for c in report["preflight"]}
+        assert checks["topic refresh"]["verdict"] == "warning"
+        assert late in checks["topic refresh"]["detail"]
+        saved = json.loads(state_file.read_text())
+        assert saved["forced"] is True and saved["left_behind"] == [[late, 0, 7]]
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _produce(cluster, topic: str, batch: str, count: int) -> list[bytes]:
+    values = [f"{batch}-{i}".encode() for i in range(count)]
+    produce(
+        cluster.bootstrap_servers,
+        topic,
+        [Record(f"k{i}".encode(), v, partition=i % PARTITIONS) for i, v in enumerate(values)],
+    )
+    return values
+
+
+def _read_as_group(
+    cluster, group: str, topics: Sequence[str], *, limit: int | None = None
+) -> list[Read]:
+    """Read as `group` from its committed offsets (the log start where it has none), up to
+    `limit` records or to the end of every partition; commit what was read."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        wanted = [TopicPartition(t, p) for t in topics for p in range(PARTITIONS)]
+        positions: dict[tuple[str, int], int] = {}
+        ends: dict[tuple[str, int], int] = {}
+        for tp in consumer.committed(wanted, timeout=10):
+            low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            positions[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else low
+            ends[(tp.topic, tp.partition)] = high
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        got: list[Read] = []
+        read: dict[tuple[str, int], int] = {}
+
+        def finished() -> bool:
+            while limit is None or len(got) < limit:
+                batch = consumer.consume(1, timeout=0.5)
+                if not batch:
+                    break
+                [msg] = batch
+                assert not msg.error(), msg.error()
+                got.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
+                read[(msg.topic(), msg.partition())] = msg.offset() + 1
+                positions[(msg.topic(), msg.partition())] = msg.offset() + 1
+            if limit is not None and len(got) >= limit:
+                return True
+            return all(positions[tp] >= end for tp, end in ends.items())
+
+        wait_until(finished, timeout=90, what=f"group {group} reading {', '.join(topics)}")
+        if read:
+            consumer.commit(
+                offsets=[TopicPartition(t, p, o) for (t, p), o in read.items()],
+                asynchronous=False,
+            )
+        return got
+    finally:
+        consumer.close()
+
+
+def _clients(cluster) -> ClusterClients:
+    return ClusterClients.of(cluster.alias, {"bootstrap.servers": cluster.bootstrap_servers})
+
+
+def _cli(*args) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mirrorline", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=child_env(),
+        check=False,
+    )
+
+
+def _start_cli(*args) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mirrorline", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )

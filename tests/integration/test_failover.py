@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.kafka import ClusterClients
@@ -83,10 +83,13 @@ def test_planned_failover_and_failback_read_every_record_exactly_once(
 
     out = config("east->west")
     produced += _produce(east, topic, "east-1", 300)
-    with running_driver(out, spark, tmp_path / "work"):
+    with running_driver(out, spark, tmp_path / "work") as driver:
         consumed += _read_as_group(east, group, [topic], limit=170)
         produced += _produce(east, topic, "east-2", 200)
         consumed += _read_as_group(east, group, [topic], limit=100)
+        wait_until(
+            lambda: driver.statuses()[0].state == "running", timeout=120, what="flow running"
+        )
         # The producers stop; the failover waits until the flow replicated everything.
         done = _cli(
             "failover",
@@ -302,7 +305,10 @@ def _read_as_group(
         wanted = [TopicPartition(t, p) for t in topics for p in range(PARTITIONS)]
         positions: dict[tuple[str, int], int] = {}
         ends: dict[tuple[str, int], int] = {}
-        for tp in consumer.committed(wanted, timeout=10):
+        committed = wait_until(
+            lambda: _committed(consumer, wanted), timeout=30, what=f"offsets of {group}"
+        )
+        for tp in committed:
             low, high = consumer.get_watermark_offsets(tp, timeout=10)
             positions[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else low
             ends[(tp.topic, tp.partition)] = high
@@ -333,6 +339,16 @@ def _read_as_group(
         return got
     finally:
         consumer.close()
+
+
+def _committed(consumer: Consumer, partitions: list[TopicPartition]):
+    """The committed offsets, or None while the group coordinator is loading or moving."""
+    try:
+        return consumer.committed(partitions, timeout=10)
+    except KafkaException as exc:
+        if exc.args[0].retriable() or exc.args[0].code() == KafkaError.NOT_COORDINATOR:
+            return None
+        raise
 
 
 def _clients(cluster) -> ClusterClients:

@@ -110,6 +110,7 @@ def run_failback(
     _run(back, options, reporter)
     planned = Options(options.reverse_state_path, force=options.force, timeout=options.timeout)
     report["failover"] = run_planned(back, planned, reporter)
+    report["failover"].pop("next_steps", None)  # the failback's own say what comes next
     failover.failback.finished_ms = now_ms()
     save_state(options.state_path, failover)
     if options.reverse_state_path.exists():

@@ -83,7 +83,8 @@ def run_planned(ctx: FailoverContext, options: Options, reporter: Reporter) -> d
     state = state_to_continue(ctx, options.state_path, "planned", dry_run=options.dry_run)
     report: dict[str, Any] = _report(ctx, options, state)
     if state.finished:
-        report["already_done"] = True
+        report.update(ok=True, already_done=True, groups=state.groups)
+        report["left_behind"] = offsets_rows(state.left_behind or {})
         report["next_steps"] = next_steps(ctx, state)
         reporter.say(f"the failover of {ctx.name} is already done ({options.state_path})")
         return report

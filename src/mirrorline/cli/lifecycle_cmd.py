@@ -18,6 +18,7 @@ Consumer-group checkpoints go on in every state, up to what was replicated.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -44,68 +45,54 @@ NoWaitOption = Annotated[
 ]
 
 
-def pause(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    no_wait: NoWaitOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
-) -> None:
-    """Pause the flow SOURCE->TARGET: it keeps its query and positions and writes nothing."""
-    _change(
-        config, source, target, "paused", False, no_wait, as_json, timeout, allowed=("running",)
-    )
+def _lifecycle(
+    name: str, state: State, doc: str, *, restart: bool = False, allowed: tuple[State, ...] = ()
+) -> Callable[..., None]:
+    """The command `name`: ask for `state` (from `allowed` states only, when given)."""
+
+    def command(
+        config: ConfigOption,
+        source: SourceOption,
+        target: TargetOption,
+        no_wait: NoWaitOption = False,
+        as_json: JsonOption = False,
+        timeout: TimeoutOption = 60.0,
+    ) -> None:
+        _change(config, source, target, state, restart, no_wait, as_json, timeout, allowed)
+
+    command.__name__ = name
+    command.__doc__ = doc
+    return command
 
 
-def resume(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    no_wait: NoWaitOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
-) -> None:
-    """Resume the paused flow SOURCE->TARGET; it catches up from where it paused."""
-    _change(
-        config, source, target, "running", False, no_wait, as_json, timeout, allowed=("paused",)
-    )
-
-
-def stop(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    no_wait: NoWaitOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
-) -> None:
-    """Stop the flow SOURCE->TARGET: its query ends and releases its Spark resources."""
-    _change(config, source, target, "stopped", False, no_wait, as_json, timeout)
-
-
-def start(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    no_wait: NoWaitOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
-) -> None:
-    """Start the stopped (or paused) flow SOURCE->TARGET from its saved progress."""
-    _change(config, source, target, "running", False, no_wait, as_json, timeout)
-
-
-def restart(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    no_wait: NoWaitOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
-) -> None:
-    """Restart the flow SOURCE->TARGET's query from its saved progress (it runs afterwards)."""
-    _change(config, source, target, "running", True, no_wait, as_json, timeout)
+pause = _lifecycle(
+    "pause",
+    "paused",
+    "Pause the flow SOURCE->TARGET: it keeps its query and positions and writes nothing.",
+    allowed=("running",),
+)
+resume = _lifecycle(
+    "resume",
+    "running",
+    "Resume the paused flow SOURCE->TARGET; it catches up from where it paused.",
+    allowed=("paused",),
+)
+stop = _lifecycle(
+    "stop",
+    "stopped",
+    "Stop the flow SOURCE->TARGET: its query ends and releases its Spark resources.",
+)
+start = _lifecycle(
+    "start",
+    "running",
+    "Start the stopped (or paused) flow SOURCE->TARGET from its saved progress.",
+)
+restart = _lifecycle(
+    "restart",
+    "running",
+    "Restart the flow SOURCE->TARGET's query from its saved progress (it runs afterwards).",
+    restart=True,
+)
 
 
 def _change(
@@ -117,7 +104,7 @@ def _change(
     no_wait: bool,
     as_json: bool,
     timeout: float,
-    allowed: tuple[State, ...] | None = None,
+    allowed: tuple[State, ...],
 ) -> None:
     with failures(as_json), flow_target(config, source, target) as ft:
         if not ft.flow.enabled:
@@ -128,7 +115,7 @@ def _change(
         store = ft.control()
         try:
             before = store.read(ft.flow.name, timeout)
-            if allowed is not None and before.state not in allowed:
+            if allowed and before.state not in allowed:
                 raise Failure(
                     f"flow {ft.flow.name} is {before.state}, not {' or '.join(allowed)}"
                     + ("; use `mirrorline start`" if before.state == "stopped" else "")

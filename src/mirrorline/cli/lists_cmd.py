@@ -12,6 +12,7 @@ again: a topic allowed anew resumes from the flow's progress, or starts at
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -47,17 +48,29 @@ ExcludeOption = Annotated[
 ]
 
 
-def topics(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    add: AddOption = None,
-    remove: RemoveOption = None,
-    show: ListOption = False,
-    exclude: ExcludeOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 30.0,
-) -> None:
+def _list_command(kind: str, doc: str) -> Callable[..., None]:
+    """The command changing the flow's `kind` lists (`topics` or `groups`)."""
+
+    def command(
+        config: ConfigOption,
+        source: SourceOption,
+        target: TargetOption,
+        add: AddOption = None,
+        remove: RemoveOption = None,
+        show: ListOption = False,
+        exclude: ExcludeOption = False,
+        as_json: JsonOption = False,
+        timeout: TimeoutOption = 30.0,
+    ) -> None:
+        _change(kind, config, source, target, add, remove, show, exclude, as_json, timeout)
+
+    command.__name__ = kind
+    command.__doc__ = doc
+    return command
+
+
+topics = _list_command(
+    "topics",
     """Change or show which topics the flow SOURCE->TARGET replicates, while it runs.
 
     Give --add, --remove (each repeatable) or --list. Patterns are regular
@@ -70,21 +83,10 @@ def topics(
       mirrorline topics -c mm2.properties -s east -t west --add 'orders.*'
       mirrorline topics -c mm2.properties -s east -t west --exclude --add orders.audit
       mirrorline topics -c mm2.properties -s east -t west --list --json
-    """
-    _change("topics", config, source, target, add, remove, show, exclude, as_json, timeout)
-
-
-def groups(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    add: AddOption = None,
-    remove: RemoveOption = None,
-    show: ListOption = False,
-    exclude: ExcludeOption = False,
-    as_json: JsonOption = False,
-    timeout: TimeoutOption = 30.0,
-) -> None:
+    """,
+)
+groups = _list_command(
+    "groups",
     """Change or show which consumer groups the flow SOURCE->TARGET checkpoints, while it runs.
 
     Give --add, --remove (each repeatable) or --list; --exclude works on the
@@ -95,8 +97,8 @@ def groups(
     Examples:
       mirrorline groups -c mm2.properties -s east -t west --add 'billing-.*'
       mirrorline groups -c mm2.properties -s east -t west --list
-    """
-    _change("groups", config, source, target, add, remove, show, exclude, as_json, timeout)
+    """,
+)
 
 
 def _change(

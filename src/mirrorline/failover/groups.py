@@ -193,12 +193,14 @@ def move_group(
         if t.offset is not None
     }
     rows = {(t.target_topic, t.partition): _row(t) for t in chosen}
-    problems = [
+    untranslated = [
         f"{t.topic or t.target_topic}[{t.partition}] at {t.committed}: {t.reason}"
         for t in chosen
         if t.offset is None
     ]
-    outcome = GroupOutcome(group, "untranslated" if problems else "unchanged", problems=problems)
+    outcome = GroupOutcome(
+        group, "untranslated" if untranslated else "unchanged", problems=list(untranslated)
+    )
     if not wanted:
         outcome.partitions = [rows[k] for k in sorted(rows)]
         return outcome
@@ -259,7 +261,7 @@ def move_group(
         outcome.status = "moved"
     if plan.held_back and outcome.status != "moved":
         outcome.status = "held back"
-    if problems and outcome.status in ("unchanged", "moved", "synced"):
+    if untranslated and outcome.status in ("unchanged", "moved", "synced"):
         outcome.status = "partial"
     outcome.partitions = [rows[k] for k in sorted(rows)]
     return outcome

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from mirrorline.control.flow_control import ControlStore
+from mirrorline.failover.state import STEPS, FailoverState, save_state
 from mirrorline.kafka import ClusterClients
 from support.driver_process import child_env
 from support.driving import running_driver, write_config
@@ -272,6 +274,57 @@ def test_failover_is_refused_while_the_lag_is_not_zero_and_forced_records_what_i
         assert late in checks["topic refresh"]["detail"]
         saved = json.loads(state_file.read_text())
         assert saved["forced"] is True and saved["left_behind"] == [[late, 0, 7]]
+
+
+# -- failback refused when the delta is gone --------------------------------------------------
+
+
+def test_failback_is_refused_when_the_recorded_offsets_left_retention(two_clusters, tmp_path):
+    """West's log start moved past the offset recorded at failover on one partition: the
+    records between are on neither cluster, so failback refuses and names --full-resync."""
+    east, west = two_clusters
+    topic = unique_name("orders")
+    create_topic(west.bootstrap_servers, topic, 2)
+    produce(
+        west.bootstrap_servers,
+        topic,
+        [Record(b"k", f"{p}-{i}".encode(), partition=p) for p in (0, 1) for i in range(10)],
+    )
+    config = write_config(
+        tmp_path / "mm2.properties",
+        [east, west],
+        f"east->west.enabled = true\nwest->east.enabled = true\ntopics = {topic}\n",
+    )
+    # What a finished failover east->west recorded: west's `topic` ended at 4 on both
+    # partitions (producers wrote 6 more per partition since).
+    state_file = tmp_path / "east-to-west.json"
+    state = FailoverState.new("planned", "east", "west", str(config))
+    state.topics = {topic: f"east.{topic}"}
+    state.delta_starts = {(topic, 0): 4, (topic, 1): 4}
+    for step in STEPS:
+        state.mark(step)
+    state.finish()
+    save_state(state_file, state)
+    client = AdminClient({"bootstrap.servers": west.bootstrap_servers})
+    for future in client.delete_records([TopicPartition(topic, 0, 7)]).values():
+        future.result(30)
+
+    args = ["-c", config, "--from", "west", "--to", "east", "--state-file", state_file]
+    refused = _cli("failback", *args)
+    assert refused.returncode == 1, refused.stderr
+    assert "--full-resync" in refused.stderr
+    assert f"{topic}[0]: the log starts at 7, past the offset 4 recorded at failover" in (
+        refused.stderr.replace("\n", " ")
+    )
+    assert f"{topic}[1]" not in refused.stderr
+    assert "Traceback" not in refused.stderr
+    control = ControlStore(_clients(east)).read("west->east")
+    assert control.state == "running" and control.positions is None  # nothing changed
+
+    planned = _cli("failback", *args, "--full-resync", "--dry-run", "--json")
+    assert planned.returncode == 0, planned.stderr
+    starts = {(d["topic"], d["partition"]): d["start"] for d in json.loads(planned.stdout)["delta"]}
+    assert starts == {(topic, 0): 7, (topic, 1): 0}
 
 
 # -- helpers --------------------------------------------------------------------------------

@@ -68,7 +68,9 @@ RequestTimeoutOption = Annotated[
 
 def failover(
     config: ConfigOption,
-    source: Annotated[str, typer.Option("--from", help="The cluster to leave (the flow's source).")],
+    source: Annotated[
+        str, typer.Option("--from", help="The cluster to leave (the flow's source).")
+    ],
     target: Annotated[str, typer.Option("--to", help="The cluster to move to (its target).")],
     planned: Annotated[
         bool | None,
@@ -387,7 +389,7 @@ class RichReporter:
     """Messages and progress bars on stderr."""
 
     def __init__(self, *, quiet: bool) -> None:
-        self._err = Console(stderr=True, highlight=False)
+        self._err = _console(sys.stderr)
         self._quiet = quiet
 
     def say(self, text: str, style: str = "") -> None:

@@ -230,20 +230,15 @@ def test_failover_is_refused_while_the_lag_is_not_zero_and_forced_records_what_i
         create_topic(east.bootstrap_servers, late, 1)
         produce(east.bootstrap_servers, late, [Record(b"k", b"late") for _ in range(7)])
 
-        refused = _cli(
-            "failover",
-            "-c",
-            config,
-            "--from",
-            "east",
-            "--to",
-            "west",
-            "--planned",
-            "--state-file",
-            state_file,
-            "--timeout",
-            "5",
-        )
+        args = ["-c", config, "--from", "east", "--to", "west", "--planned"]
+        args += ["--state-file", state_file]
+        dry = _cli("failover", *args, "--dry-run", "--json")
+        assert dry.returncode == 0, dry.stderr
+        plan = json.loads(dry.stdout)
+        assert plan["dry_run"] and plan["lag"]["total"] == 7 and len(plan["plan"]) == 4
+        assert not state_file.exists()
+
+        refused = _cli("failover", *args, "--timeout", "5")
         assert refused.returncode == 1, refused.stderr
         assert "still lags by 7 records" in refused.stderr
         assert "--force" in refused.stderr and f"{late}[0]: 7 records" in refused.stderr
@@ -272,6 +267,9 @@ def test_failover_is_refused_while_the_lag_is_not_zero_and_forced_records_what_i
         checks = {c["check"]: c for c in report["preflight"]}
         assert checks["topic refresh"]["verdict"] == "warning"
         assert late in checks["topic refresh"]["detail"]
+        again = _cli("failover", *args)  # for people this time
+        assert again.returncode == 0, again.stderr
+        assert "already done" in again.stdout and "left behind: 7 records" in again.stdout
         saved = json.loads(state_file.read_text())
         assert saved["forced"] is True and saved["left_behind"] == [[late, 0, 7]]
 

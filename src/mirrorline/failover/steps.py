@@ -177,26 +177,25 @@ def next_steps(ctx: FailoverContext, state: FailoverState) -> list[str]:
     """What the operator must still do, in order, after a failover."""
     source, target = ctx.flow.source, ctx.flow.target
     pairs = sorted(state.topics.items())
+    names = _names([t for t, _ in pairs])
     renamed = [f"{t} -> {r}" for t, r in pairs if t != r]
-    steps = [
-        f"Point producers at {target}: they write to the same topic names as on {source} "
-        f"({_names([t for t, _ in pairs])}); on {target} those are its own topics.",
-    ]
     if renamed:
-        steps.append(
-            f"Point consumers at {target}: the records replicated from {source} are in "
-            f"{_names(renamed)}; consumers subscribe to both the replicated and the "
-            "local names (the group's offsets are set on the replicated ones)."
-        )
+        steps = [
+            f"Point producers at {target}: they keep their topic names ({names}), which on "
+            f"{target} are its own topics, created on first write unless you create them.",
+            f"Point consumers at {target}: what {source} held is in {_names(renamed)} (their "
+            "groups' offsets are set there); subscribe to those and to the producers' topics.",
+        ]
     else:
-        steps.append(
-            f"Point consumers at {target}: same topic names ({_names([t for t, _ in pairs])}); "
-            "their groups resume where they stopped."
-        )
+        steps = [
+            f"Point producers at {target}: the same topic names ({names}).",
+            f"Point consumers at {target}: the same topic names; their groups resume where "
+            "they stopped.",
+        ]
     steps.append(
-        f"{ctx.name} stays stopped; `mirrorline failback --from {target} --to {source}` "
-        f"brings producers and consumers back to {source} later, copying only what was "
-        f"written on {target} meanwhile."
+        f"{ctx.name} stays stopped. Later, `mirrorline failback --from {target} --to {source}` "
+        f"brings producers and consumers back to {source}, copying only what was written on "
+        f"{target} meanwhile; it needs this failover's state file."
     )
     return steps
 

@@ -274,6 +274,68 @@ def test_failover_is_refused_while_the_lag_is_not_zero_and_forced_records_what_i
         assert saved["forced"] is True and saved["left_behind"] == [[late, 0, 7]]
 
 
+# -- resumable ----------------------------------------------------------------------------
+
+
+def test_a_failover_stopped_by_an_active_group_continues_where_it_stopped(
+    two_clusters, spark, tmp_path
+):
+    """The group still has a consumer on west: the failover stops the flow and records the
+    offsets, then refuses to move the group (exit 1). Once that consumer is gone, the same
+    command continues with the groups step alone."""
+    east, west = two_clusters
+    topic, group = unique_name("stock"), unique_name("picker")
+    remote = f"east.{topic}"
+    create_topic(east.bootstrap_servers, topic, PARTITIONS)
+    _produce(east, topic, "s", 30)
+    config = write_config(
+        tmp_path / "mm2.properties",
+        [east, west],
+        f"east->west.enabled = true\ntopics = {topic}\ngroups = {group}\n"
+        "emit.checkpoints.interval.seconds = 1\nrefresh.groups.interval.seconds = 1\n"
+        "emit.metrics.interval.seconds = 1\n",
+    )
+    state_file = tmp_path / "failover.json"
+    args = ["failover", "-c", config, "--from", "east", "--to", "west", "--planned"]
+    args += ["--state-file", state_file, "--timeout", "60", "--json"]
+    with running_driver(config, spark, tmp_path / "work") as driver:
+        _read_as_group(east, group, [topic], limit=12)
+        wait_until(
+            lambda: driver.statuses()[0].state == "running" and _exists(west, remote),
+            timeout=120,
+            what="flow running",
+        )
+        member = Consumer({"bootstrap.servers": west.bootstrap_servers, "group.id": group})
+        try:
+            member.subscribe([remote])
+            wait_until(
+                lambda: member.poll(0.2) is None and member.assignment(),
+                timeout=60,
+                what="a member of the group on west",
+            )
+            first = _cli(*args)
+            assert first.returncode == 1, first.stderr
+            report = json.loads(first.stdout)
+            assert "could not all be moved" in report["error"]
+            assert "active members on west" in " ".join(report["problems"])
+            [outcome] = report["groups"]
+            assert outcome["status"] == "active"
+        finally:
+            member.close()
+        saved = json.loads(state_file.read_text())
+        assert set(saved["steps"]) == {"drained", "stopped", "recorded"}
+        second = _cli(*args)
+        assert second.returncode == 0, second.stderr
+        report = json.loads(second.stdout)
+        assert report["resumed_after"] == ["drained", "stopped", "recorded"]
+        assert "preflight" not in report  # the flow is stopped: nothing to check before
+        [outcome] = report["groups"]
+        assert outcome["status"] == "moved", outcome
+    assert sum(end for end in _committed_on(west, group, remote).values()) == 12, (
+        "the group resumes on west after the 12 records it read on east"
+    )
+
+
 # -- failback refused when the delta is gone --------------------------------------------------
 
 
@@ -400,6 +462,20 @@ def _committed(consumer: Consumer, partitions: list[TopicPartition]):
         if exc.args[0].retriable() or exc.args[0].code() == KafkaError.NOT_COORDINATOR:
             return None
         raise
+
+
+def _exists(cluster, topic: str) -> bool:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    return topic in admin.list_topics(timeout=10).topics
+
+
+def _committed_on(cluster, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    finally:
+        consumer.close()
 
 
 def _clients(cluster) -> ClusterClients:

@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 
 import pytest
 
@@ -49,9 +50,12 @@ def own_clusters(tmp_path):
     dev.down()
 
 
+@pytest.mark.parametrize("driver", ["gone", "running"])
 def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
-    own_clusters, spark, tmp_path
+    own_clusters, spark, tmp_path, driver
 ):
+    """`gone`: the flow's driver went away before east did. `running`: it still runs (the flow
+    paused, so the second batch is not replicated) and is stopped through the control topic."""
     dev, east, west = own_clusters
     topic = unique_name("payments")
     remote = f"east.{topic}"
@@ -83,7 +87,8 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
     )
     commit_offsets(east.bootstrap_servers, group, topic, {0: 120, 1: 35})
     commit_offsets(east.bootstrap_servers, ahead, topic, {0: 10, 1: 10})
-    with running_driver(config, spark, tmp_path / "work"):
+    with ExitStack() as running:
+        flow = running.enter_context(running_driver(config, spark, tmp_path / "work"))
         wait_until(
             lambda: _ends(west, remote) == {0: 200, 1: 200},
             timeout=120,
@@ -103,8 +108,12 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
                 timeout=60,
                 what=f"checkpoints of {name}",
             )
-    # `ahead` already reads on west, further than its checkpoint.
-    commit_offsets(west.bootstrap_servers, ahead, remote, {0: 50})
+        if driver == "running":
+            ControlStore(_clients(west)).set_state("east->west", "paused")
+            wait_until(lambda: flow.statuses()[0].state == "paused", timeout=30, what="flow paused")
+            running = running.pop_all()  # the driver outlives this block
+        # `ahead` already reads on west, further than its checkpoint.
+        commit_offsets(west.bootstrap_servers, ahead, remote, {0: 50})
     lost = produce(
         east.bootstrap_servers,
         topic,
@@ -127,7 +136,9 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
     assert preview["records_not_replicated"] == len(lost)
     assert [p["records_not_replicated"] for p in preview["partitions"]] == [15, 15]
     assert not state_file.exists()
-    assert ControlStore(_clients(west)).read("east->west").state == "running"
+    assert ControlStore(_clients(west)).read("east->west").state == (
+        "paused" if driver == "running" else "running"
+    )
 
     dev.stop("east")
     done = _cli("failover", *args, "--state-file", state_file)
@@ -159,6 +170,12 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
 
     again = _cli("failover", *args, "--state-file", state_file)
     assert again.returncode == 0 and json.loads(again.stdout)["already_done"], again.stderr
+    if driver == "running":
+        # Its driver waits for east to retry the failed flow; the control record it reads
+        # then keeps the flow stopped.
+        assert "stopped" in report["stopped"]
+        with running:
+            pass  # the driver stops
 
 
 def _ends(cluster, topic: str) -> dict[int, int] | None:

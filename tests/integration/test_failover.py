@@ -305,7 +305,13 @@ def test_a_failover_stopped_by_an_active_group_continues_where_it_stopped(
             timeout=120,
             what="flow running",
         )
-        member = Consumer({"bootstrap.servers": west.bootstrap_servers, "group.id": group})
+        member = Consumer(
+            {
+                "bootstrap.servers": west.bootstrap_servers,
+                "group.id": group,
+                "enable.auto.commit": False,  # a member that commits nothing
+            }
+        )
         try:
             member.subscribe([remote])
             wait_until(

@@ -12,5 +12,6 @@ One concept per module:
 - `delta`: whether failback can copy only what was written after failover;
 - `steps`: stopping a flow and recording its offsets, shared by both modes;
 - `planned`, `unplanned`, `failback`: the three procedures;
+- `handover`: the groups step of a planned failover (final checkpoints);
 - `context`: the flow, its clusters, control and status that they work with.
 """

@@ -25,25 +25,13 @@ the steps would do; it changes nothing and writes no state.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mirrorline.checkpoints import read_checkpoints
 from mirrorline.config.model import FlowConfig
-from mirrorline.control.checkpointing import INTERNAL_GROUP_PREFIX
-from mirrorline.control.offset_runs import read_runs
-from mirrorline.control.remote_topics import read_remote_topics
-from mirrorline.control.translation import Translation, TranslationStore
-from mirrorline.failover.clusters import ClusterAccess
 from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
-from mirrorline.failover.groups import (
-    GroupOutcome,
-    PartitionTranslation,
-    move_group,
-    translate_group,
-)
+from mirrorline.failover.handover import checkpointed_groups, move_groups
 from mirrorline.failover.lag import FlowLag
 from mirrorline.failover.preflight import FlowFacts, evaluate
 from mirrorline.failover.state import (
@@ -65,7 +53,6 @@ from mirrorline.failover.steps import (
     state_to_continue,
     stop_flow,
 )
-from mirrorline.kafka import KafkaOperationError
 
 Partition = tuple[str, int]
 
@@ -109,11 +96,11 @@ def run_planned(ctx: FailoverContext, options: Options, reporter: Reporter) -> d
                 f"pre-flight checks of {ctx.name} failed", EXIT_FAILED, failed, report=report
             )
         last_running = replication.status_time_ms if replication is not None else None
-        if not state.done(DRAINED):
-            lag = _drain(ctx, effective, options, reporter, lag)
-            state.forced = options.force and bool(lag.total)
-            state.mark(DRAINED)
-            save_state(options.state_path, state)
+        # Drained again when continuing: producers may have written since the first run.
+        lag = _drain(ctx, effective, options, reporter, lag)
+        state.forced = state.forced or (options.force and bool(lag.total))
+        state.mark(DRAINED)
+        save_state(options.state_path, state)
         report["stopped"] = stop_flow(
             ctx,
             state,
@@ -210,15 +197,6 @@ def gather_facts(
     )
 
 
-def checkpointed_groups(ctx: FailoverContext, flow: FlowConfig) -> list[str]:
-    """The source's consumer groups the flow checkpoints (as its checkpointer selects them)."""
-    return [
-        g
-        for g in ctx.source.groups()
-        if not g.startswith(INTERNAL_GROUP_PREFIX) and flow.should_replicate_group(g)
-    ]
-
-
 def _drain(
     ctx: FailoverContext, flow: FlowConfig, options: Options, reporter: Reporter, lag: FlowLag
 ) -> FlowLag:
@@ -256,137 +234,6 @@ def _drain(
             lag = ctx.positions.measure(flow)
         wait.update(completed=first, total=max(first, 1), detail="lag 0")
     return lag
-
-
-def move_groups(
-    ctx: FailoverContext, state: FailoverState, options: Options, reporter: Reporter
-) -> list[GroupOutcome]:
-    """Wait for the groups' final checkpoints, then move each group to the target."""
-    flow = ctx.effective_flow()
-    groups = checkpointed_groups(ctx, flow)
-    if not groups:
-        return []
-    names, came_back = topic_names(ctx, flow, state)
-    partitions = _source_partitions(ctx, names)
-    fallback = _fallback(ctx, state, came_back)
-    interval = flow.interval("emit.checkpoints")
-    deadline = time.monotonic() + options.timeout
-    translations: dict[str, list[PartitionTranslation]] = {}
-    members: dict[str, int] = {}
-    with reporter.waiting(
-        f"waiting for the final checkpoints of {len(groups)} groups", total=len(groups)
-    ) as wait:
-        while True:
-            checkpoints = _checkpoints(ctx, flow)
-            for group in groups:
-                on_source = ctx.source.describe(group, partitions)
-                members[group] = on_source.members
-                translations[group] = translate_group(
-                    group, on_source.offsets, names, checkpoints, fallback
-                )
-            ready = [g for g, found in translations.items() if all(t.ok for t in found)]
-            wait.update(completed=len(ready), detail=f"{len(ready)} of {len(groups)} groups")
-            if len(ready) == len(groups) or time.monotonic() > deadline or interval is None:
-                break
-            time.sleep(POLL_S)
-    sync = flow.interval("sync.group.offsets")
-    sync_wait = 0.0 if sync is None else min(options.timeout, 2 * sync.total_seconds() + 5)
-    outcomes = []
-    for group in groups:
-        if not translations[group]:
-            continue  # nothing committed on the replicated topics
-        outcome = move_group(
-            ctx.target,
-            group,
-            translations[group],
-            allow_backwards=options.force,
-            sync_wait_s=sync_wait,
-        )
-        if members[group]:
-            outcome.warnings.append(
-                f"{members[group]} members still consume on {ctx.flow.source}: offsets they "
-                f"commit there from now on do not reach {ctx.flow.target}"
-            )
-        reporter.say(f"group {group}: {outcome.status}")
-        outcomes.append(outcome)
-    return outcomes
-
-
-def topic_names(
-    ctx: FailoverContext, flow: FlowConfig, state: FailoverState
-) -> tuple[dict[str, str], dict[str, str]]:
-    """Source topic -> its name on the target, and the part of it that came from the target.
-
-    The replicated topics keep their remote names. Topics on the source that
-    are copies of the target's (a group's way back after an earlier
-    failover) go to their original names there: known from the opposite
-    flow's published pairs on the source, or, for MM2's remote topics, from
-    their names.
-    """
-    names = dict(state.topics)
-    came_back: dict[str, str] = {}
-    opposite = f"{flow.target}->{flow.source}"
-    try:
-        published = read_remote_topics(ctx.source.consumer_settings, timeout=ctx.source.timeout)
-    except KafkaOperationError as exc:
-        raise FailoverError(f"{ctx.source.alias}: {exc}", EXIT_FAILED) from None
-    for original, copy in published.get(opposite, {}).items():
-        came_back[copy] = original
-    for topic in ctx.source.topics():
-        if topic not in came_back and flow.policy.topic_source(topic) == flow.target:
-            came_back[topic] = flow.policy.upstream_topic(topic) or topic
-    for topic, original in came_back.items():
-        names.setdefault(topic, original)
-    return names, came_back
-
-
-def _source_partitions(ctx: FailoverContext, names: Mapping[str, str]) -> list[Partition]:
-    on_source = ctx.source.topics()
-    return [(t, p) for t in names for p in range(on_source.get(t, 0))]
-
-
-def _checkpoints(ctx: FailoverContext, flow: FlowConfig) -> dict:
-    try:
-        return read_checkpoints(
-            ctx.target.consumer_settings,
-            flow.checkpoints_topic,
-            missing_ok=True,
-            timeout=ctx.target.timeout,
-        )
-    except KafkaOperationError as exc:
-        raise FailoverError(f"{ctx.target.alias}: {exc}", EXIT_FAILED) from None
-
-
-def _fallback(ctx: FailoverContext, state: FailoverState, came_back: Mapping[str, str]):
-    """Translations through offset runs, for what the flow's own checkpoints cannot give.
-
-    Only for topics that are copies of the target's (`came_back`): read
-    backwards, the opposite flow's runs (kept on the source) give the exact
-    offset on the target. For a topic the flow also replicates (identity
-    policy), only where the flow's own runs cannot translate the offset.
-    """
-    stores: dict[str, TranslationStore] = {}
-    flow = ctx.flow
-    opposite = f"{flow.target}->{flow.source}"
-
-    def store(name: str, access: ClusterAccess) -> TranslationStore:
-        if name not in stores:
-            loaded = TranslationStore()
-            loaded.load(read_runs(access.consumer_settings, name, missing_ok=True))
-            stores[name] = loaded
-        return stores[name]
-
-    def translate(tp: Partition, committed: int) -> Translation | None:
-        topic, partition = tp
-        if topic not in came_back:
-            return None
-        if topic in state.topics:
-            own = store(flow.name, ctx.target).translate(tp, committed, state.progress.get(tp))
-            if own.ok:
-                return None  # the flow's checkpoint will say it
-        return store(opposite, ctx.source).inverse((came_back[topic], partition), committed)
-
-    return translate
 
 
 def _lag_document(lag: FlowLag) -> dict[str, Any]:

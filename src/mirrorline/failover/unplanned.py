@@ -26,9 +26,10 @@ from typing import Any
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
 from mirrorline.failover.groups import GroupOutcome, latest_checkpoints, move_group
+from mirrorline.failover.handover import checkpointed_groups
 from mirrorline.failover.lag import lag_of
 from mirrorline.failover.loss import loss_window
-from mirrorline.failover.planned import Options, checkpointed_groups
+from mirrorline.failover.planned import Options
 from mirrorline.failover.state import GROUPS, RECORDED, STEPS, STOPPED, FailoverState, now_ms
 from mirrorline.failover.steps import (
     EXIT_FAILED,

@@ -247,4 +247,3 @@ def _other_lines(path: Path, kind: Kind, name: str) -> tuple[list[str], bool]:
     if kept and not kept[-1].endswith("\n"):
         kept[-1] += "\n"
     return kept, len(kept) != len(lines)
-

@@ -28,6 +28,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.failover.state import STEPS, FailoverState, save_state
 from mirrorline.kafka import ClusterClients
+from support.control import reset_control
 from support.driver_process import child_env
 from support.driving import running_driver, write_config
 from support.kafka_io import Record, create_topic, end_offsets, produce, unique_name
@@ -44,11 +45,8 @@ def flows_running_afterwards(two_clusters):
     """The control topics are shared by every test of the session: leave both flows running."""
     yield
     east, west = two_clusters
-    for cluster, flow in ((west, "east->west"), (east, "west->east")):
-        store = ControlStore(_clients(cluster))
-        if store.read(flow).state != "running":
-            store.set_state(flow, "running")
-        store.close()
+    reset_control(west, "east->west")
+    reset_control(east, "west->east")
 
 
 # -- the drill ------------------------------------------------------------------------------

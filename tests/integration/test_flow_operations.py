@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from mirrorline.cli.main import app
+from support.control import reset_control
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
@@ -31,6 +33,13 @@ QUICK = (
     "emit.metrics.interval.seconds = 1\n"
     "emit.checkpoints.enabled = false\n"
 )
+
+
+@pytest.fixture(autouse=True)
+def flow_as_new_afterwards(two_clusters):
+    """Other tests use the flow east->west too: no list change or state is left behind."""
+    yield
+    reset_control(two_clusters[1], "east->west")
 
 
 def _mirrorline(*args: str, expect: int = 0) -> str:
@@ -130,19 +139,13 @@ def test_pause_holds_positions_and_resume_loses_and_duplicates_nothing(
     with running_driver(config, spark, tmp_path / "w"):
         wait_until(lambda: _remote_count(west, remote) >= 100, timeout=60, what="100 records")
         _mirrorline("pause", *_flow(config))
-        before = json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))
+        # --topic: the flow also replicates any heartbeats topic the cluster has.
+        shown = ("positions", "show", *_flow(config), "--topic", topic, "--json")
+        before = json.loads(_mirrorline(*shown))
         assert before["state"] == "paused"
         produce(east.bootstrap_servers, topic, _records("b", 60))
         wait_until(
-            lambda: (
-                sum(
-                    p["lag"]
-                    for p in json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))[
-                        "positions"
-                    ]
-                )
-                == 60
-            ),
+            lambda: sum(p["lag"] for p in json.loads(_mirrorline(*shown))["positions"]) == 60,
             timeout=30,
             what="the lag to grow by what was produced",
         )
@@ -152,7 +155,7 @@ def test_pause_holds_positions_and_resume_loses_and_duplicates_nothing(
             seconds=3,
             what="nothing written while paused",
         )
-        after = json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))
+        after = json.loads(_mirrorline(*shown))
         assert [p["offset"] for p in after["positions"]] == [
             p["offset"] for p in before["positions"]
         ]

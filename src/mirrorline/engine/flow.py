@@ -180,7 +180,18 @@ class FlowRunner:
             self._set_state("starting", "reading the flow's control records")
             return
         self.health.start()
-        if self._retry_at is not None:
+        wanted = self.lifecycle.poll()
+        if wanted.lists_changed:
+            self.loops.lists_changed()
+        held = self._holds_query(wanted)
+        if held:
+            # An operator's stop applies at once, also to a flow that failed or waits
+            # for a cluster (an unplanned failover stops a flow whose source is gone).
+            self._retry_at = None
+            self._hold(wanted)
+            if self.health.unreachable():
+                return  # its checkpoints and positions wait for the clusters
+        elif self._retry_at is not None:
             down = bool(self.health.unreachable())
             self._failed_in_outage |= down
             if not retry_due(now, self._retry_at, self._failed_in_outage, down):
@@ -193,9 +204,6 @@ class FlowRunner:
                 self._batches_seen, self._failures = batches, 0
             if not self._prepared:
                 self._prepare()
-            wanted = self.lifecycle.poll()
-            if wanted.lists_changed:
-                self.loops.lists_changed()
             if wanted.restart:
                 self._stop_query()
                 self._prepared = False  # starts again from the saved progress
@@ -210,8 +218,8 @@ class FlowRunner:
             # Loops wait while a cluster does not answer, rather than each failing
             # after its timeout (the status already says why); they run on its return.
             reachable = not self.health.unreachable()
-            if self._holds_query(wanted):
-                self._hold(wanted)
+            if held:
+                self._hold(wanted)  # again: the progress is loaded now
             else:
                 self._replicate(wanted, reachable, now)
             # Once the query ran on its partitions: checkpoints translate through them.

@@ -27,11 +27,17 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.failover.state import STEPS, FailoverState, save_state
-from mirrorline.kafka import ClusterClients
 from support.control import reset_control
-from support.driver_process import child_env
+from support.driver_process import child_env, run_mirrorline
 from support.driving import running_driver, write_config
-from support.kafka_io import Record, create_topic, end_offsets, produce, unique_name
+from support.kafka_io import (
+    Record,
+    cluster_clients,
+    create_topic,
+    end_offsets,
+    produce,
+    unique_name,
+)
 from support.wait import wait_until
 
 PARTITIONS = 3
@@ -128,7 +134,7 @@ def test_planned_failover_and_failback_read_every_record_exactly_once(
             "--json",
         )
         assert again.returncode == 0 and json.loads(again.stdout)["already_done"], again.stderr
-        assert ControlStore(_clients(west)).read("east->west").state == "stopped"
+        assert ControlStore(cluster_clients(west)).read("east->west").state == "stopped"
 
     # -- on west: the group finishes what east replicated, producers write to `topic`
     if not identity:
@@ -159,7 +165,7 @@ def test_planned_failover_and_failback_read_every_record_exactly_once(
         "240",
         "--json",
     )
-    control = ControlStore(_clients(east))
+    control = ControlStore(cluster_clients(east))
     wait_until(
         lambda: control.read("west->east").positions is not None or failback.poll() is not None,
         timeout=60,
@@ -174,7 +180,7 @@ def test_planned_failover_and_failback_read_every_record_exactly_once(
         assert report["delta_records"] == 240
         assert report["failover"]["groups"][0]["status"] in ("moved", "synced", "unchanged")
         wait_until(
-            lambda: ControlStore(_clients(west)).read("east->west").state == "running",
+            lambda: ControlStore(cluster_clients(west)).read("east->west").state == "running",
             timeout=30,
             what="east->west resumed",
         )
@@ -241,7 +247,7 @@ def test_failover_is_refused_while_the_lag_is_not_zero_and_forced_records_what_i
         assert "still lags by 7 records" in refused.stderr
         assert "--force" in refused.stderr and f"{late}[0]: 7 records" in refused.stderr
         assert "Traceback" not in refused.stderr
-        assert ControlStore(_clients(west)).read("east->west").state == "running"
+        assert ControlStore(cluster_clients(west)).read("east->west").state == "running"
 
         forced = _cli(
             "failover",
@@ -382,7 +388,7 @@ def test_failback_is_refused_when_the_recorded_offsets_left_retention(two_cluste
     )
     assert f"{topic}[1]" not in refused.stderr
     assert "Traceback" not in refused.stderr
-    control = ControlStore(_clients(east)).read("west->east")
+    control = ControlStore(cluster_clients(east)).read("west->east")
     assert control.state == "running" and control.positions is None  # nothing changed
 
     planned = _cli("failback", *args, "--full-resync", "--dry-run", "--json")
@@ -482,19 +488,8 @@ def _committed_on(cluster, group: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def _clients(cluster) -> ClusterClients:
-    return ClusterClients.of(cluster.alias, {"bootstrap.servers": cluster.bootstrap_servers})
-
-
 def _cli(*args) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mirrorline", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=400,
-        env=child_env(),
-        check=False,
-    )
+    return run_mirrorline(*args, timeout=400)
 
 
 def _start_cli(*args) -> subprocess.Popen[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from contextlib import ExitStack
 
@@ -22,12 +21,12 @@ import pytest
 
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.devcluster import DevClusters
-from mirrorline.kafka import ClusterClients
-from support.driver_process import child_env
+from support.driver_process import run_mirrorline
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     checkpoints_of,
+    cluster_clients,
     commit_offsets,
     committed_offsets,
     create_topic,
@@ -109,7 +108,7 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
                 what=f"checkpoints of {name}",
             )
         if driver == "running":
-            ControlStore(_clients(west)).set_state("east->west", "paused")
+            ControlStore(cluster_clients(west)).set_state("east->west", "paused")
             wait_until(lambda: flow.statuses()[0].state == "paused", timeout=30, what="flow paused")
             running = running.pop_all()  # the driver outlives this block
         # `ahead` already reads on west, further than its checkpoint.
@@ -136,7 +135,7 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
     assert preview["records_not_replicated"] == len(lost)
     assert [p["records_not_replicated"] for p in preview["partitions"]] == [15, 15]
     assert not state_file.exists()
-    assert ControlStore(_clients(west)).read("east->west").state == (
+    assert ControlStore(cluster_clients(west)).read("east->west").state == (
         "paused" if driver == "running" else "running"
     )
 
@@ -166,7 +165,7 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
     assert groups[ahead]["status"] in ("moved", "held back")
     assert any("ahead of" in p for p in groups[ahead]["problems"])
     assert committed_offsets(west.bootstrap_servers, ahead, remote, PARTITIONS)[0] == 50
-    assert ControlStore(_clients(west)).read("east->west").state == "stopped"
+    assert ControlStore(cluster_clients(west)).read("east->west").state == "stopped"
 
     again = _cli("failover", *args, "--state-file", state_file)
     assert again.returncode == 0 and json.loads(again.stdout)["already_done"], again.stderr
@@ -185,16 +184,5 @@ def _ends(cluster, topic: str) -> dict[int, int] | None:
         return None
 
 
-def _clients(cluster) -> ClusterClients:
-    return ClusterClients.of(cluster.alias, {"bootstrap.servers": cluster.bootstrap_servers})
-
-
 def _cli(*args) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mirrorline", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=child_env(),
-        check=False,
-    )
+    return run_mirrorline(*args, timeout=300)

@@ -12,13 +12,12 @@ from confluent_kafka import Producer
 
 from mirrorline.control.flow_control import CONTROL_TOPIC, ControlStore
 from mirrorline.formats import json_record
-from mirrorline.kafka import ClusterClients
-from support.kafka_io import conf
+from support.kafka_io import cluster_clients, conf
 
 
 def reset_control(cluster, flow: str) -> None:
     """Withdraw every run-time list change and position request of `flow`; state running."""
-    clients = ClusterClients.of(cluster.alias, conf(cluster.bootstrap_servers))
+    clients = cluster_clients(cluster)
     store = ControlStore(clients)
     try:
         control = store.read(flow)

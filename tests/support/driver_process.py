@@ -40,6 +40,18 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def run_mirrorline(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `python -m mirrorline ARGS` (this Mirrorline) to its end; its output as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "mirrorline", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        check=False,
+    )
+
+
 class DriverProcess:
     """One start of `python -m mirrorline driver`, its output in `log_path`.
 

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.formats import OffsetSync
-from mirrorline.kafka import ensure_topic
+from mirrorline.kafka import ClusterClients, ensure_topic
 
 #: Where a helper connects: bootstrap servers (plaintext clusters) or a whole
 #: librdkafka configuration (secured clusters: `DevClusters.client_config`).
@@ -80,6 +80,11 @@ def by_partition(records: Iterable[Record]) -> dict[int, list[tuple]]:
 
 def unique_name(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def cluster_clients(cluster) -> ClusterClients:
+    """Mirrorline's clients of a test cluster (a `DevCluster`), for its stores."""
+    return ClusterClients.of(cluster.alias, conf(cluster.bootstrap_servers))
 
 
 def admin(bootstrap: Endpoint) -> AdminClient:

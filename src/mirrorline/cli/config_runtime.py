@@ -1,10 +1,11 @@
-"""Reading each flow's run-time changes for `mirrorline config check`, bounded in time.
+"""Reading each flow's run-time changes for `config check` and `status`, bounded in time.
 
 The changes live in the control topic on each flow's target cluster
-(`control.flow_control`). `config check` must answer quickly and succeed for a
-valid file even when clusters are down, so every flow is read at once, in its
-own thread, with a short timeout; a flow whose target does not answer in time
-gets a note instead of its changes.
+(`control.flow_control`), read with the flow's own target settings, as its
+driver reads them. Both commands must answer quickly and `config check` must
+succeed for a valid file even when clusters are down, so every flow is read
+at once, in its own thread, with a short timeout; a flow whose target does
+not answer in time gets a note instead of its changes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from mirrorline.cli.config_summary import Runtime
 from mirrorline.config import ConfigError
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import ControlStore
-from mirrorline.kafka import ClusterClients, KafkaOperationError
+from mirrorline.engine.context import side_clients
+from mirrorline.kafka import KafkaOperationError
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,8 @@ def read_runtime(
 
 def _read_one(flow: FlowConfig, timeout: float) -> Runtime:
     try:
-        clients = _target_clients(flow)
+        # Without librdkafka's own log lines: a note says when the cluster does not answer.
+        clients = side_clients(flow, "target", {"log_level": 0})
     except ConfigError as exc:
         return Runtime(flow.target, note=f"the clients of {flow.target} cannot be used: {exc}")
     store = ControlStore(clients)
@@ -113,15 +116,3 @@ def _redact(flow: FlowConfig, message: str) -> str:
                 alone = rf"(?<![A-Za-z0-9]){re.escape(setting.value)}(?![A-Za-z0-9])"
                 message = re.sub(alone, setting.shown, message)
     return message
-
-
-def _target_clients(flow: FlowConfig) -> ClusterClients:
-    """The flow's target clients as its driver has them, without librdkafka's own log lines
-    (a note says when the cluster does not answer)."""
-    quiet = {"log_level": 0}
-    return ClusterClients(
-        flow.target,
-        admin={**flow.client_settings("target", "admin"), **quiet},
-        producer={**flow.client_settings("target", "producer"), **quiet},
-        consumer={**flow.client_settings("target", "consumer"), **quiet},
-    )

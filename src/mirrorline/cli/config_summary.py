@@ -13,7 +13,7 @@ from typing import Any
 
 from mirrorline.config.model import ClusterConfig, FlowConfig, Setting
 from mirrorline.config.settings import INTERVAL_LOOPS
-from mirrorline.control.flow_control import LISTS, FlowControl, ListName, configured_list
+from mirrorline.control.flow_control import LISTS, FlowControl, ListName
 
 Row = tuple[str, str]
 
@@ -36,15 +36,15 @@ class Runtime:
         if self.control is None:
             return None
         document = self.control.to_dict()
-        changes = document.pop("lists")
+        views = {name: self.control.view(flow, name) for name in LISTS}
         document["lists"] = {
             name: {
-                "file": list(configured_list(flow, name)),
-                "added": changes.get(name, {}).get("added", []),
-                "removed": changes.get(name, {}).get("removed", []),
-                "effective": list(self.control.changes(name).apply(configured_list(flow, name))),
+                "file": list(v.configured),
+                "added": list(v.added),
+                "removed": list(v.removed),
+                "effective": list(v.effective),
             }
-            for name in LISTS
+            for name, v in views.items()
         }
         return {"read_from": self.target, **document}
 
@@ -120,18 +120,16 @@ def loops(flow: FlowConfig) -> tuple[list[str], list[str]]:
 
 
 def _list_rows(flow: FlowConfig, name: ListName, control: FlowControl | None) -> list[Row]:
-    configured = configured_list(flow, name)
-    changes = control.changes(name) if control is not None else None
-    if not changes:
+    view = (control or FlowControl(flow.name)).view(flow, name)
+    if not view.changed:
         default = " (default)" if flow.setting(name).origin.is_default else ""
-        return [(name, _patterns(configured) + default)]
-    effective = changes.apply(configured)
-    rows: list[Row] = [(name, f"{_patterns(effective)} (effective, changed at run time)")]
-    rows.append(("", f"in the file: {_patterns(configured)}"))
-    if changes.added:
-        rows.append(("", f"added at run time: {_patterns(changes.added)}"))
-    if changes.removed:
-        rows.append(("", f"removed at run time: {_patterns(changes.removed)}"))
+        return [(name, _patterns(view.configured) + default)]
+    rows: list[Row] = [(name, f"{_patterns(view.effective)} (effective, changed at run time)")]
+    rows.append(("", f"in the file: {_patterns(view.configured)}"))
+    if view.added:
+        rows.append(("", f"added at run time: {_patterns(view.added)}"))
+    if view.removed:
+        rows.append(("", f"removed at run time: {_patterns(view.removed)}"))
     return rows
 
 

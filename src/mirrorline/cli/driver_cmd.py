@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 import time
@@ -24,21 +23,16 @@ from mirrorline.driver import (
 )
 from mirrorline.engine.status import FlowStatus
 from mirrorline.jvm import JvmSetupError
+from mirrorline.state_dirs import state_dir
 
 out = Console()
 err = Console(stderr=True)
 
 
 def default_work_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The driver's scratch space when `--work-dir` is not given, whatever the current directory.
-
-    `$XDG_STATE_HOME/mirrorline/driver`, or `~/.local/state/mirrorline/driver`
-    when XDG_STATE_HOME is unset or not absolute (the XDG base directory rules).
-    """
-    env = os.environ if environ is None else environ
-    state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and Path(state).is_absolute() else Path.home() / ".local" / "state"
-    return base / "mirrorline" / "driver"
+    """The driver's scratch space when `--work-dir` is not given, whatever the current directory
+    (`state_dirs`: `$XDG_STATE_HOME/mirrorline/driver`, or `~/.local/state/mirrorline/driver`)."""
+    return state_dir("driver", environ)
 
 
 _WORK_DIR_HELP = (

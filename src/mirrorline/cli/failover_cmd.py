@@ -23,17 +23,21 @@ import typer
 from rich.text import Text
 
 from mirrorline.cli.failover_render import RichReporter, console, render
+from mirrorline.cli.flow_args import alias_problem
+from mirrorline.cluster_access import Unreachable
 from mirrorline.config import ConfigError, MirrorConfig, load_config
-from mirrorline.failover.clusters import Unreachable
-from mirrorline.failover.context import FailoverContext, FailoverError
+from mirrorline.failover.context import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    FailoverContext,
+    FailoverError,
+)
 from mirrorline.failover.failback import FailbackOptions, reverse_state_path, run_failback
 from mirrorline.failover.planned import Options, run_planned
 from mirrorline.failover.state import StateFileError, default_state_path
 from mirrorline.failover.unplanned import run_unplanned
 from mirrorline.kafka import KafkaOperationError
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 UNPLANNED_SOURCE_TIMEOUT_S = 5.0
 
 ConfigOption = Annotated[
@@ -226,15 +230,9 @@ def _load(path: Path) -> MirrorConfig:
 
 
 def _check_aliases(loaded: MirrorConfig, source: str, target: str) -> None:
-    for alias, option in ((source, "--from"), (target, "--to")):
-        if alias not in loaded.clusters:
-            raise FailoverError(
-                f"{loaded.file} has no cluster {alias} ({option}); its clusters: "
-                f"{', '.join(loaded.clusters)}",
-                EXIT_USAGE,
-            )
-    if source == target:
-        raise FailoverError(f"--from and --to are both {source}: name two clusters", EXIT_USAGE)
+    problem = alias_problem(loaded, (source, "--from"), (target, "--to"))
+    if problem is not None:
+        raise FailoverError(problem, EXIT_USAGE)
 
 
 def _context(

@@ -87,14 +87,9 @@ def flow_target(config: Path, source: str, target: str) -> Iterator[FlowTarget]:
         loaded = load_config(config)
     except ConfigError as exc:
         raise Failure(f"{config}: {exc}", EXIT_USAGE) from None
-    for alias, option in ((source, "--source"), (target, "--target")):
-        if alias not in loaded.clusters:
-            raise Failure(
-                f"{option} {alias}: {config} defines the clusters {', '.join(loaded.clusters)}",
-                EXIT_USAGE,
-            )
-    if source == target:
-        raise Failure("--source and --target name the same cluster", EXIT_USAGE)
+    problem = alias_problem(loaded, (source, "--source"), (target, "--target"))
+    if problem is not None:
+        raise Failure(problem, EXIT_USAGE)
     flow = loaded.flow(source, target)
     try:
         clients = FlowTarget(
@@ -106,6 +101,21 @@ def flow_target(config: Path, source: str, target: str) -> Iterator[FlowTarget]:
         yield clients
     finally:
         clients.close()
+
+
+def alias_problem(loaded: MirrorConfig, *named: tuple[str | None, str]) -> str | None:
+    """What is wrong with the clusters a command names ((alias, option) pairs, a missing
+    optional one as None): an alias the file lacks, or twice the same; None when nothing is."""
+    for alias, option in named:
+        if alias is not None and alias not in loaded.clusters:
+            return (
+                f"{loaded.file} has no cluster {alias} ({option}); its clusters: "
+                f"{', '.join(loaded.clusters)}"
+            )
+    given = [(alias, option) for alias, option in named if alias is not None]
+    if len(given) == 2 and given[0][0] == given[1][0]:
+        return f"{given[0][1]} and {given[1][1]} are both {given[0][0]}: name two clusters"
+    return None
 
 
 @contextmanager

@@ -38,7 +38,8 @@ from mirrorline.cli.flow_args import (
     say,
 )
 from mirrorline.control.flow_control import State
-from mirrorline.operations.flow_reports import FlowReports, Report
+from mirrorline.operations.flow_reports import FlowReports
+from mirrorline.service.replications import Replication
 
 NoWaitOption = Annotated[
     bool, typer.Option("--no-wait", help="Write the change and return without waiting.")
@@ -121,29 +122,35 @@ def _change(
                     + ("; use `mirrorline start`" if before.state == "stopped" else "")
                 )
             since = int(time.time() * 1000)
-            store.set_state(ft.flow.name, state, restart=restart_query, timeout=timeout)
+            store.set_state(
+                ft.flow.name, state, restart=restart_query, current=before, timeout=timeout
+            )
         finally:
             store.close()
         report = None if no_wait else _wait(ft, state, since, timeout, as_json)
+        driver = None if report is None else report.active_driver or report.reported_by
         document = {
             "ok": True,
             "flow": ft.flow.name,
             "wanted": state,
             "was": before.state,
             "reported": None if report is None else report.state,
-            "driver": None if report is None else report.driver,
+            "driver": driver,
         }
         if as_json:
             emit_json(document)
         elif report is not None:
-            say(f"flow {ft.flow.name} is {report.state} (driver {report.driver})")
+            say(f"flow {ft.flow.name} is {report.state} (driver {driver})")
 
 
-def _wait(ft: FlowTarget, state: State, since: int, timeout: float, quiet: bool) -> Report | None:
+def _wait(
+    ft: FlowTarget, state: State, since: int, timeout: float, quiet: bool
+) -> Replication | None:
     """The leading driver's report of `state`; None when no driver runs the flow."""
     console = Console(stderr=True, quiet=quiet)
     with FlowReports(ft.config, ft.flow) as reports:
-        if reports.current().state == "unknown":
+        current = reports.replication()
+        if current is None or current.state == "unknown":
             say(
                 f"saved on {ft.flow.target}; no driver reports flow {ft.flow.name} now: "
                 "drivers apply it when they start"

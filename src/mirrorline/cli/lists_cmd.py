@@ -31,7 +31,7 @@ from mirrorline.cli.flow_args import (
     flow_target,
     say,
 )
-from mirrorline.control.flow_control import FlowControl, ListName, configured_list
+from mirrorline.control.flow_control import LISTS, FlowControl, ListName
 from mirrorline.filters import FilterPatternError, NameFilter
 
 AddOption = Annotated[
@@ -141,15 +141,15 @@ def _change(
 
 def _print(ft: FlowTarget, kind: str, control: FlowControl, as_json: bool, changed: bool) -> None:
     lists = {}
-    for name in (kind, f"{kind}.exclude"):
-        configured = configured_list(ft.flow, name)  # type: ignore[arg-type]
-        changes = control.changes(name)  # type: ignore[arg-type]
-        lists[name] = {
-            "configured": list(configured),
-            "added": list(changes.added),
-            "removed": list(changes.removed),
-            "effective": list(changes.apply(configured)),
-        }
+    for name in LISTS:
+        if name.startswith(kind):
+            view = control.view(ft.flow, name)
+            lists[name] = {
+                "configured": list(view.configured),
+                "added": list(view.added),
+                "removed": list(view.removed),
+                "effective": list(view.effective),
+            }
     if as_json:
         emit_json({"ok": True, "flow": ft.flow.name, "lists": lists})
     else:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -24,20 +23,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from mirrorline.checkpoints import read_checkpoints
-from mirrorline.config import ClientSettings, ConfigError, MirrorConfig, load_config
+from mirrorline.cli.flow_args import alias_problem
+from mirrorline.cluster_access import ClusterAccess, Unreachable
+from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.group_offsets import (
     GroupOnCluster,
     MovePlan,
     OffsetAndMetadata,
-    commit_offsets,
-    describe_group,
     plan_moves,
 )
 from mirrorline.kafka import KafkaOperationError
@@ -117,7 +114,7 @@ def export(
     """
     try:
         loaded = _load(config)
-        cluster = _Target.of(loaded, target, source, timeout)
+        cluster = _target(loaded, target, source, timeout)
         offsets = _checkpointed(loaded, source, cluster, group)
         if output_format is Format.csv:
             text = to_csv(offsets)
@@ -129,6 +126,9 @@ def export(
             sys.stdout.flush()
         else:
             _write(output, text)
+    except Unreachable as exc:
+        _report_failure(_Failure(str(exc), EXIT_FAILED), as_json=False)
+        raise typer.Exit(EXIT_FAILED) from None
     except _Failure as failure:
         _report_failure(failure, as_json=False)
         raise typer.Exit(failure.code) from None
@@ -202,7 +202,7 @@ def apply(
     try:
         _check_one_source(source, from_file)
         loaded = _load(config)
-        cluster = _Target.of(loaded, target, source, timeout)
+        cluster = _target(loaded, target, source, timeout)
         if from_file is not None:
             try:
                 offsets = read_offsets_file(from_file, group=group, target=target)
@@ -211,6 +211,9 @@ def apply(
         elif source is not None:
             offsets = _checkpointed(loaded, source, cluster, group)
         outcome = _apply(cluster, group, offsets, dry_run, allow_backwards)
+    except Unreachable as exc:
+        _report_failure(_Failure(str(exc), EXIT_FAILED), as_json)
+        raise typer.Exit(EXIT_FAILED) from None
     except _Failure as failure:
         _report_failure(failure, as_json)
         raise typer.Exit(failure.code) from None
@@ -256,7 +259,7 @@ class _Outcome:
 
 
 def _apply(
-    target: _Target,
+    target: ClusterAccess,
     group: str,
     offsets: list[GroupOffset],
     dry_run: bool,
@@ -275,7 +278,7 @@ def _apply(
     if dry_run or not plan.moves:
         return outcome
     try:
-        commit_offsets(target.admin, group, plan.moves, target.timeout)
+        target.commit(group, plan.moves)
     except KafkaOperationError as exc:  # ActiveGroupError too: members joined meanwhile
         raise _Failure(f"{target.alias}: {exc}", EXIT_FAILED) from None
     # Read back: a consumer that joined and committed meanwhile would be missed otherwise.
@@ -307,84 +310,23 @@ def _active_message(group: GroupOnCluster, target: str) -> str:
 # --- the target cluster -------------------------------------------------------------
 
 
-class _Target:
-    """The cluster the offsets are for: its alias and clients; requests wait `timeout` at most."""
-
-    def __init__(
-        self, alias: str, admin: ClientSettings, consumer: ClientSettings, timeout: float
-    ) -> None:
-        self.alias = alias
-        self.timeout = timeout
-        # Failures are reported once, as errors; librdkafka's own log lines would
-        # repeat a connection failure many times a second.
-        self.admin = AdminClient({**admin, "log_level": 0})
-        self.consumer_settings: dict[str, Any] = {**consumer, "log_level": 0}
-        # Bootstrap servers given through a secret provider stay hidden (`shown`).
-        self._servers = (
-            admin.setting("bootstrap.servers").shown if "bootstrap.servers" in admin else "-"
-        )
-
-    @classmethod
-    def of(cls, loaded: MirrorConfig, target: str, source: str | None, timeout: float) -> _Target:
-        """`target` with the flow's target clients when a flow is named, else the cluster's."""
-        for alias, option in ((target, "--target"), (source, "--source")):
-            if alias is not None and alias not in loaded.clusters:
-                known = ", ".join(loaded.clusters)
-                raise _Failure(
-                    f"{loaded.file} has no cluster {alias} ({option}); its clusters: {known}",
-                    EXIT_USAGE,
-                )
-        if source == target:
-            raise _Failure(
-                f"--source and --target are both {target}: name a flow's two ends", EXIT_USAGE
-            )
-        try:
-            if source is not None:
-                flow = loaded.flow(source, target)
-                admin = flow.client_settings("target", "admin")
-                consumer = flow.client_settings("target", "consumer")
-            else:
-                cluster = loaded.clusters[target]
-                admin = cluster.client_settings("admin")
-                consumer = cluster.client_settings("consumer")
-        except ConfigError as exc:
-            raise _Failure(f"{loaded.file}: {exc}", EXIT_USAGE) from None
-        return cls(target, admin, consumer, timeout)
-
-    def topics(self) -> dict[str, Any]:
-        """Topic metadata by name."""
-        try:
-            return self.admin.list_topics(timeout=self.timeout).topics
-        except KafkaException as exc:
-            raise self._unreachable(exc) from None
-
-    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        if not partitions:
-            return {}
-        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}
-        try:
-            futures = self.admin.list_offsets(request, request_timeout=self.timeout)
-            return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
-        except KafkaException as exc:
-            raise self._unreachable(exc) from None
-
-    def describe(self, group: str, partitions: Iterable[tuple[str, int]]) -> GroupOnCluster:
-        try:
-            return describe_group(
-                self.admin,
-                group,
-                consumer_settings=self.consumer_settings,
-                partitions=partitions,
-                timeout=self.timeout,
-            )
-        except KafkaOperationError as exc:
-            raise _Failure(f"{self.alias}: {exc}", EXIT_FAILED) from None
-
-    def _unreachable(self, exc: KafkaException) -> _Failure:
-        return _Failure(
-            f"cluster {self.alias} ({self._servers}) does not answer: {exc.args[0].str()}",
-            EXIT_FAILED,
-        )
+def _target(loaded: MirrorConfig, target: str, source: str | None, timeout: float) -> ClusterAccess:
+    """`target` with the flow's target clients when a flow is named, else the cluster's."""
+    problem = alias_problem(loaded, (target, "--target"), (source, "--source"))
+    if problem is not None:
+        raise _Failure(problem, EXIT_USAGE)
+    try:
+        if source is not None:
+            flow = loaded.flow(source, target)
+            admin = flow.client_settings("target", "admin")
+            consumer = flow.client_settings("target", "consumer")
+        else:
+            cluster = loaded.clusters[target]
+            admin = cluster.client_settings("admin")
+            consumer = cluster.client_settings("consumer")
+    except ConfigError as exc:
+        raise _Failure(f"{loaded.file}: {exc}", EXIT_USAGE) from None
+    return ClusterAccess(target, admin=admin, consumer=consumer, timeout=timeout)
 
 
 def _load(path: Path) -> MirrorConfig:
@@ -395,7 +337,7 @@ def _load(path: Path) -> MirrorConfig:
 
 
 def _checkpointed(
-    loaded: MirrorConfig, source: str, target: _Target, group: str
+    loaded: MirrorConfig, source: str, target: ClusterAccess, group: str
 ) -> list[GroupOffset]:
     """The group's offsets from the flow's latest checkpoints on the target."""
     flow = loaded.flow(source, target.alias)
@@ -428,7 +370,7 @@ def _checkpointed(
     return offsets
 
 
-def _check_partitions(target: _Target, group: str, offsets: list[GroupOffset]) -> None:
+def _check_partitions(target: ClusterAccess, group: str, offsets: list[GroupOffset]) -> None:
     """Every partition exists on the target, and no offset is past its end.
 
     An offset past the end would make the group's consumers reset to
@@ -439,15 +381,14 @@ def _check_partitions(target: _Target, group: str, offsets: list[GroupOffset]) -
     problems: list[str] = []
     present: list[tuple[str, int]] = []
     for o in offsets:
-        meta = topics.get(o.topic)
-        if meta is None or meta.error is not None:
+        count = topics.get(o.topic)
+        if count is None:
             missing = f"topic {o.topic} does not exist on {target.alias}"
             if missing not in problems:
                 problems.append(missing)
-        elif o.partition not in meta.partitions:
+        elif not 0 <= o.partition < count:
             problems.append(
-                f"{o.topic} has no partition {o.partition} on {target.alias} "
-                f"(it has {len(meta.partitions)})"
+                f"{o.topic} has no partition {o.partition} on {target.alias} (it has {count})"
             )
         else:
             present.append((o.topic, o.partition))

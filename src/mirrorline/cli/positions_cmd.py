@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -39,7 +38,6 @@ from mirrorline.cli.flow_args import (
     say,
 )
 from mirrorline.config.start_position import StartPosition, parse_start_position
-from mirrorline.control.flow_control import ControlStore
 from mirrorline.engine.progress import SourcePartition
 from mirrorline.operations.positions import read_positions, replicated_partitions, resolve
 
@@ -52,7 +50,6 @@ positions_app = typer.Typer(
 TopicOption = Annotated[
     str | None, typer.Option("--topic", help="Only this source topic's partitions.")
 ]
-APPLY_POLL_S = 0.5
 
 
 @positions_app.command("show")
@@ -176,7 +173,10 @@ def _set(
         except ValueError as exc:
             raise Failure(str(exc), EXIT_USAGE) from None
         request = store.request_positions(flow.name, resolved, timeout)
-        applied = _wait_applied(ft, store, request.id, timeout, as_json)
+        with Console(stderr=True, quiet=as_json).status(
+            "waiting for the flow's leader to save them"
+        ):
+            applied = store.wait_saved(ft.flow.name, request.id, timeout)
     finally:
         store.close()
     if as_json:
@@ -203,19 +203,6 @@ def _set(
                 f"no driver saved it within {timeout:.0f}s: the flow's leader saves it when it "
                 "runs, before the flow starts"
             )
-
-
-def _wait_applied(
-    ft: FlowTarget, store: ControlStore, request_id: str, timeout: float, quiet: bool
-) -> bool:
-    deadline = time.monotonic() + timeout
-    with Console(stderr=True, quiet=quiet).status("waiting for the flow's leader to save them"):
-        while time.monotonic() < deadline:
-            pending = store.read(ft.flow.name, timeout).positions
-            if pending is None or pending.id != request_id:
-                return True
-            time.sleep(APPLY_POLL_S)
-    return False
 
 
 def _position(

@@ -12,10 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mirrorline.cli.config_runtime import read_runtime
 from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.config.service_settings import ServiceSettings, window_text
-from mirrorline.control.flow_control import ControlFold, ControlStore
-from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.service.monitor import Monitor
 from mirrorline.service.replications import Replication
 
@@ -25,7 +24,6 @@ err = Console(stderr=True)
 EXIT_UNHEALTHY = 1
 EXIT_INVALID = 2
 READ_TIMEOUT_S = 30.0
-CONTROL_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -79,10 +77,10 @@ def status(
         if not as_json:
             err.print(f"[dim]reading {', '.join(settings.clusters)}...[/dim]", highlight=False)
         monitor.catch_up(READ_TIMEOUT_S)
-        controls = _controls(loaded, {r.target for r in monitor.replications()})
+        replications = monitor.replications()
+        controls = _controls(loaded, replications)
         lines = [
-            replace(_line(monitor, r, chosen), control=_control(controls, r))
-            for r in monitor.replications()
+            replace(_line(monitor, r, chosen), control=controls.get(r.flow)) for r in replications
         ]
     finally:
         monitor.close()
@@ -116,31 +114,14 @@ def _line(monitor: Monitor, r: Replication, window: str) -> FlowLine:
     )
 
 
-def _controls(config: MirrorConfig, targets: set[str]) -> dict[str, ControlFold | None]:
-    """Each target's control records; None for a target that does not answer."""
-    found: dict[str, ControlFold | None] = {}
-    for alias in sorted(targets):
-        cluster = config.clusters[alias]
-        clients = ClusterClients(
-            alias,
-            admin=cluster.client_settings("admin"),
-            producer=cluster.client_settings("producer"),
-            consumer=cluster.client_settings("consumer"),
-        )
-        store = ControlStore(clients)
-        try:
-            found[alias] = store.read_all(timeout=CONTROL_TIMEOUT_S)
-        except KafkaOperationError:
-            found[alias] = None
-        finally:
-            store.close()
-            clients.close()
-    return found
-
-
-def _control(controls: dict[str, ControlFold | None], r: Replication) -> dict[str, Any] | None:
-    fold = controls.get(r.target)
-    return None if fold is None else fold.flow(r.flow).to_dict()
+def _controls(config: MirrorConfig, replications: list[Replication]) -> dict[str, Any]:
+    """Each flow's run-time changes (`FlowControl.to_dict`), None where its target did not
+    answer in time."""
+    runtimes = read_runtime([config.flow(r.source, r.target) for r in replications])
+    return {
+        name: None if runtime.control is None else runtime.control.to_dict()
+        for name, runtime in runtimes.items()
+    }
 
 
 def _age(time_ms: int | None, now_ms: float) -> float | None:

@@ -38,7 +38,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -60,6 +60,8 @@ State = Literal["running", "paused", "stopped"]
 STATES: tuple[State, ...] = ("running", "paused", "stopped")
 
 SourcePartition = tuple[str, int]
+# How often a wait for the drivers reads the control records again.
+_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,20 @@ class ListChanges:
         return tuple(kept + [e for e in self.added if e not in kept])
 
     def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+@dataclass(frozen=True)
+class ListView:
+    """One list of a flow: as the configuration gives it, as changed at run time, in effect."""
+
+    configured: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    effective: tuple[str, ...]
+
+    @property
+    def changed(self) -> bool:
         return bool(self.added or self.removed)
 
 
@@ -100,6 +116,12 @@ class FlowControl:
 
     def changes(self, name: ListName) -> ListChanges:
         return self.lists.get(name, ListChanges())
+
+    def view(self, flow: FlowConfig, name: ListName) -> ListView:
+        """`flow`'s list `name` in the file, as changed here, and in effect."""
+        configured = configured_list(flow, name)
+        changes = self.changes(name)
+        return ListView(configured, changes.added, changes.removed, changes.apply(configured))
 
     def effective(self, flow: FlowConfig) -> FlowConfig:
         """`flow` with its topic and group filters as changed at run time."""
@@ -262,6 +284,7 @@ class ControlStore:
         changes = current.changes(name)
         configured = configured_list(flow, name)
         effective = changes.apply(configured)
+        added, removed = list(changes.added), list(changes.removed)
         records: list[tuple[bytes, bytes | None]] = []
         for entry in remove:
             if entry not in effective:
@@ -269,32 +292,58 @@ class ControlStore:
                     f"{entry!r} is not in flow {flow.name}'s {name} list "
                     f"(it holds: {', '.join(effective) or 'nothing'})"
                 )
-            change = "remove" if entry in configured else None
-            records.append((_list_key(flow.name, name, entry), _list_value(change)))
+            if entry in configured:
+                removed.append(entry)
+                records.append((_list_key(flow.name, name, entry), _list_value("remove")))
+            else:
+                added.remove(entry)
+                records.append((_list_key(flow.name, name, entry), None))
         for entry in add:
             if entry in effective:
                 continue
-            change = None if entry in changes.removed else "add"
-            records.append((_list_key(flow.name, name, entry), _list_value(change)))
+            if entry in removed:
+                removed.remove(entry)
+                records.append((_list_key(flow.name, name, entry), None))
+            else:
+                added.append(entry)
+                records.append((_list_key(flow.name, name, entry), _list_value("add")))
         if records:
             self.ensure_topic(timeout)
             self._topic.write(records, timeout=timeout)
-        return self.read(flow.name, timeout)
+        lists = {**current.lists, name: ListChanges(tuple(added), tuple(removed))}
+        return replace(current, lists={n: c for n, c in lists.items() if c})
 
     def set_state(
-        self, flow: str, state: State, *, restart: bool = False, timeout: float = 30.0
+        self,
+        flow: str,
+        state: State,
+        *,
+        restart: bool = False,
+        current: FlowControl | None = None,
+        timeout: float = 30.0,
     ) -> FlowControl:
-        """Ask every driver of `flow` for `state` (and a restart); returns the new control."""
-        current = self.read(flow, timeout)
+        """Ask every driver of `flow` for `state` (and a restart); returns the new control.
+
+        `current` is the flow's control as just read, if the caller has it (the
+        restart counter counts on from it).
+        """
+        if current is None:
+            current = self.read(flow, timeout)
+        changed = replace(
+            current,
+            state=state,
+            restarts=current.restarts + (1 if restart else 0),
+            state_changed_ms=_now_ms(),
+        )
         value = {
-            "restarts": current.restarts + (1 if restart else 0),
+            "restarts": changed.restarts,
             "state": state,
-            "updated_ms": _now_ms(),
+            "updated_ms": changed.state_changed_ms,
             "version": FORMAT_VERSION,
         }
         self.ensure_topic(timeout)
         self._topic.write([(_key(flow, "state"), json_record(value))], timeout=timeout)
-        return self.read(flow, timeout)
+        return changed
 
     def request_positions(
         self, flow: str, offsets: Mapping[SourcePartition, int], timeout: float = 30.0
@@ -311,6 +360,26 @@ class ControlStore:
         self.ensure_topic(timeout)
         self._topic.write([(_key(flow, "positions"), json_record(value))], timeout=timeout)
         return request
+
+    def wait_saved(
+        self,
+        flow: str,
+        request_id: str,
+        timeout: float,
+        on_wait: Callable[[], None] | None = None,
+    ) -> bool:
+        """Wait until the flow's leader saved position request `request_id` (the request is
+        gone, or replaced by a newer one); False at the deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pending = self.read(flow, timeout).positions
+            if pending is None or pending.id != request_id:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            if on_wait is not None:
+                on_wait()
+            time.sleep(_POLL_S)
 
     def positions_applied(self, flow: str, timeout: float = 30.0) -> None:
         """Delete the flow's position request (its offsets are the flow's progress now)."""

@@ -20,6 +20,9 @@ flows that may not run here at all).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, Side
 from mirrorline.control.flow_control import FlowControl
@@ -89,12 +92,16 @@ class FlowContext:
         return f"FlowContext({self.flow.name})"
 
 
-def side_clients(flow: FlowConfig, side: Side) -> ClusterClients:
-    """Clients of the flow's `side` cluster with that side's settings for each role."""
+def side_clients(
+    flow: FlowConfig, side: Side, overrides: Mapping[str, Any] | None = None
+) -> ClusterClients:
+    """Clients of the flow's `side` cluster with that side's settings for each role, and
+    `overrides` on top of every role's (a tool's `log_level`, say)."""
     alias = flow.source if side == "source" else flow.target
+    extra = dict(overrides or {})
     return ClusterClients(
         alias,
-        admin=flow.client_settings(side, "admin"),
-        producer=flow.client_settings(side, "producer"),
-        consumer=flow.client_settings(side, "consumer"),
+        admin={**flow.client_settings(side, "admin"), **extra},
+        producer={**flow.client_settings(side, "producer"), **extra},
+        consumer={**flow.client_settings(side, "consumer"), **extra},
     )

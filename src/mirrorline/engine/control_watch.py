@@ -16,12 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
-from mirrorline.control.flow_control import CONTROL_TOPIC, ControlFold, FlowControl
+from mirrorline.control.flow_control import CONTROL_TOPIC, ControlFold, ControlStore, FlowControl
 from mirrorline.engine.context import FlowContext
-from mirrorline.internal_topic import COMPACTED
-from mirrorline.kafka import ensure_topic
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +30,10 @@ _RETRY_S = 2.0
 class ControlWatch:
     """Follows one flow's control records on its target (see the module)."""
 
-    def __init__(self, context: FlowContext) -> None:
+    def __init__(self, context: FlowContext, store: ControlStore) -> None:
+        """`store`: the flow's control records on its target (it creates their topic)."""
         self._context = context
+        self._store = store
         self._fold = ControlFold()
         self._lock = threading.Lock()
         self._view = FlowControl(context.name)
@@ -80,15 +80,7 @@ class ControlWatch:
 
     def _follow(self) -> None:
         target = self._context.target
-        settings = self._context.settings
-        ensure_topic(
-            target.admin,
-            CONTROL_TOPIC,
-            partitions=1,
-            replication_factor=settings.replication_factor,
-            config=COMPACTED,
-            timeout=10.0,
-        )
+        self._store.ensure_topic(timeout=10.0)
         consumer = Consumer(
             {
                 **target.consumer_settings,
@@ -98,14 +90,12 @@ class ControlWatch:
         )
         try:
             tp = TopicPartition(CONTROL_TOPIC, 0)
-            consumer.assign([TopicPartition(CONTROL_TOPIC, 0, self._position())])
+            consumer.assign([TopicPartition(CONTROL_TOPIC, 0, self._next)])
             while not self._stop.is_set():
                 changed = False
                 for msg in consumer.consume(1000, timeout=POLL_S):
                     error = msg.error()
                     if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            continue
                         raise RuntimeError(error.str())
                     self._fold.add(msg)
                     self._next = (msg.offset() or 0) + 1
@@ -114,14 +104,12 @@ class ControlWatch:
                     self._publish()
                 if not self._ready.is_set():
                     _, end = consumer.get_watermark_offsets(tp, timeout=10.0, cached=False)
-                    if consumer.position([tp])[0].offset >= end or self._position() >= end:
+                    # Compaction leaves offsets without records: the position passes them.
+                    if consumer.position([tp])[0].offset >= end or self._next >= end:
                         self._publish()
                         self._ready.set()
         finally:
             consumer.close()
-
-    def _position(self) -> int:
-        return self._next
 
     def _publish(self) -> None:
         view = self._fold.flow(self._context.name)

@@ -205,8 +205,7 @@ class FlowRunner:
             if not self._prepared:
                 self._prepare()
             if wanted.restart:
-                self._stop_query()
-                self._prepared = False  # starts again from the saved progress
+                self._prepared = False  # the query stops and starts from the saved progress
                 return
             # Positions an operator set are saved while no query runs, before one starts.
             if not self.data_path.running and self.lifecycle.apply_positions(
@@ -219,7 +218,8 @@ class FlowRunner:
             # after its timeout (the status already says why); they run on its return.
             reachable = not self.health.unreachable()
             if held:
-                self._hold(wanted)  # again: the progress is loaded now
+                if not self._assigned:  # checkpoints go on for the partitions with progress
+                    self._assigned = partition_counts(self.committer.next_offsets())
             else:
                 self._replicate(wanted, reachable, now)
             # Once the query ran on its partitions: checkpoints translate through them.
@@ -256,17 +256,11 @@ class FlowRunner:
         return wanted.state == "stopped" or (wanted.state == "paused" and real_time)
 
     def _hold(self, wanted: Wanted) -> None:
-        """No query; checkpoints go on."""
+        """No query (checkpoints go on)."""
         if self.data_path.running:
             self.data_path.stop()
         self._held = True
-        if not self._assigned:  # checkpoints go on for the partitions with progress
-            self._assigned = partition_counts(self.committer.next_offsets())
         self._set_state(wanted.state, REASONS[wanted.state])
-
-    def _stop_query(self) -> None:
-        self.data_path.stop()
-        self._assigned = None
 
     def stop(self) -> None:
         """Stop between batches if possible; an interrupted batch is replayed on start."""
@@ -304,7 +298,8 @@ class FlowRunner:
             records=totals.records,
             bytes=totals.bytes,
             problems=tuple(str(p) for p in self.topics.problems())
-            + tuple(f"{loop} failed: {error}" for loop, error in self.loops.errors().items()),
+            + tuple(f"{loop} failed: {error}" for loop, error in self.loops.errors().items())
+            + tuple(p for p in (self.lifecycle.problem(),) if p),
             last_batch=totals.last_batch,
             exactly_once=self.context.settings.exactly_once,
             clusters=clusters,

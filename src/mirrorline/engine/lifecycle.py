@@ -50,10 +50,13 @@ REASONS: dict[State, str] = {
 class Wanted:
     """The answer of one `poll`."""
 
-    state: State
     control: FlowControl
     lists_changed: bool = False
     restart: bool = False
+
+    @property
+    def state(self) -> State:
+        return self.control.state
 
 
 class Lifecycle:
@@ -61,10 +64,10 @@ class Lifecycle:
 
     def __init__(self, context: FlowContext) -> None:
         self._context = context
-        self.watch = ControlWatch(context)
         self._store = ControlStore(
             context.target, replication_factor=context.settings.replication_factor
         )
+        self.watch = ControlWatch(context, self._store)
         self._restarts: int | None = None
         self._applied: str | None = None  # the last position request saved
 
@@ -75,13 +78,17 @@ class Lifecycle:
         """Whether the flow's control records were read (it must not act before)."""
         return self.watch.ready()
 
+    def problem(self) -> str | None:
+        """Why the flow may not see operators' latest changes (its target did not answer)."""
+        return self.watch.error()
+
     def poll(self) -> Wanted:
         """What the flow should do now; list changes are applied to the context here."""
         control = self.watch.current()
         lists_changed = self._context.follow(control)
         restart = self._restarts is not None and control.restarts != self._restarts
         self._restarts = control.restarts
-        return Wanted(control.state, control, lists_changed, restart)
+        return Wanted(control, lists_changed, restart)
 
     def apply_positions(self, control: FlowControl, progress: ProgressStore) -> bool:
         """Save a pending position request as the flow's progress; True if there was one.

@@ -106,18 +106,21 @@ class ProgressStore:
         """Take over the flow's progress: earlier drivers' progress writes fail from now on."""
         self._topic.open()
 
-    def load(self, timeout: float = 60.0) -> dict[SourcePartition, int]:
+    def load(
+        self, timeout: float = 60.0, *, missing_ok: bool = False
+    ) -> dict[SourcePartition, int]:
         """The flow's next source offset per partition, read up to the topic's end."""
-        return self.load_state(timeout).next_offsets
+        return self.load_state(timeout, missing_ok=missing_ok).next_offsets
 
-    def load_state(self, timeout: float = 60.0) -> SavedProgress:
+    def load_state(self, timeout: float = 60.0, *, missing_ok: bool = False) -> SavedProgress:
         """The flow's saved progress, read up to the last committed record.
 
         Read committed: a transaction left open by a killed writer ends the read
         where it starts (its records are not progress), instead of stalling it.
+        With `missing_ok`, a cluster without a progress topic has no progress.
         """
         saved = SavedProgress()
-        for msg in self._topic.read(timeout=timeout):
+        for msg in self._topic.read(missing_ok=missing_ok, timeout=timeout):
             entry = _decode(msg.key(), msg.value())
             if entry is None or entry[0] != self.flow:
                 continue

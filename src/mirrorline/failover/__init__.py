@@ -4,7 +4,6 @@ One concept per module:
 
 - `state`: the state file that makes every step resumable and tells failback
   where the delta starts;
-- `clusters`: requests to one cluster, each bounded by a short timeout;
 - `lag`: a flow's lag per partition (source high watermark minus progress);
 - `preflight`: the checks before a planned failover;
 - `groups`: translating and committing consumer group offsets on the target;
@@ -13,5 +12,6 @@ One concept per module:
 - `steps`: stopping a flow and recording its offsets, shared by both modes;
 - `planned`, `unplanned`, `failback`: the three procedures;
 - `handover`: the groups step of a planned failover (final checkpoints);
-- `context`: the flow, its clusters, control and status that they work with.
+- `context`: the flow, its clusters (`mirrorline.cluster_access`), control and
+  status that they work with.
 """

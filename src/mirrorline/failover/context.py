@@ -5,8 +5,8 @@ settings reach both clusters (so a failover uses the credentials the flow
 uses); requests to the source wait `source_timeout` at most, since an
 unplanned failover runs while the source is gone. Control records go to
 the target, where the flow's drivers follow them; the flow's status is read
-from the target's raw metrics, as `mirrorline status` does, with a `Monitor`
-that reads the target alone.
+from the target's raw metrics, as `mirrorline status` does
+(`operations.flow_reports`).
 
 Progress is shown through a `Reporter`: the command's is a rich progress
 bar on stderr, tests use `SilentReporter`.
@@ -16,19 +16,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
 from typing import Any, Protocol
 
+from mirrorline.checkpoints import CheckpointKey, read_checkpoints
+from mirrorline.cluster_access import ClusterAccess, Unreachable
 from mirrorline.config import MirrorConfig
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig
-from mirrorline.config.service_settings import ServiceSettings
-from mirrorline.control.flow_control import ControlStore, FlowControl, State
-from mirrorline.failover.clusters import ClusterAccess, Unreachable
+from mirrorline.control.flow_control import ControlStore, FlowControl, PositionRequest, State
 from mirrorline.failover.lag import FlowPositions
+from mirrorline.formats import Checkpoint
 from mirrorline.kafka import KafkaOperationError
-from mirrorline.service.monitor import Monitor, NotFound
+from mirrorline.operations.flow_reports import FlowReports
 from mirrorline.service.replications import Replication
+
+EXIT_FAILED = 1  # a check failed or a cluster refused
+EXIT_USAGE = 2  # a mistake in the command line, the configuration or the state file
 
 
 class FailoverError(Exception):
@@ -120,7 +123,7 @@ class FailoverContext:
             self.target.clients(), replication_factor=self.settings.replication_factor
         )
         self.positions = FlowPositions(flow, self.source, self.target)
-        self._monitor: Monitor | None = None
+        self.reports = FlowReports(config, flow, catch_up_s=self.target.timeout)
 
     @property
     def name(self) -> str:
@@ -133,17 +136,17 @@ class FailoverContext:
         except KafkaOperationError as exc:
             raise self._unreachable(exc) from None
 
-    def set_state(self, state: State) -> None:
+    def set_state(self, state: State, current: FlowControl | None = None) -> None:
         """Ask the flow's drivers for `state` through its control record."""
         try:
-            self.control.set_state(self.name, state, timeout=self.target.timeout)
+            self.control.set_state(self.name, state, current=current, timeout=self.target.timeout)
         except KafkaOperationError as exc:
             raise self._unreachable(exc) from None
 
-    def request_positions(self, offsets: Mapping[tuple[str, int], int]) -> None:
+    def request_positions(self, offsets: Mapping[tuple[str, int], int]) -> PositionRequest:
         """Ask the flow's leader to start at `offsets` (saved while the flow is stopped)."""
         try:
-            self.control.request_positions(self.name, offsets, timeout=self.target.timeout)
+            return self.control.request_positions(self.name, offsets, timeout=self.target.timeout)
         except KafkaOperationError as exc:
             raise self._unreachable(exc) from None
 
@@ -156,28 +159,22 @@ class FailoverContext:
 
     def replication(self) -> Replication | None:
         """The flow's state as its drivers last reported it; None if none ever did."""
-        monitor = self._status_reader()
+        return self.reports.replication()
+
+    def checkpoints(self, flow: FlowConfig) -> dict[CheckpointKey, Checkpoint]:
+        """The latest checkpoint of each (group, topic, partition) the flow wrote on the target."""
         try:
-            replication = monitor.replication(self.flow.source, self.flow.target)
-        except NotFound:
-            return None
-        if replication.reported_by is None:
-            return None
-        return replication
+            return read_checkpoints(
+                self.target.consumer_settings,
+                flow.checkpoints_topic,
+                missing_ok=True,
+                timeout=self.target.timeout,
+            )
+        except KafkaOperationError as exc:
+            raise FailoverError(f"{self.target.alias}: {exc}", EXIT_FAILED) from None
 
     def close(self) -> None:
-        if self._monitor is not None:
-            self._monitor.close()
+        self.reports.close()
         self.control.close()
-        self.positions.close()
         self.source.close()
         self.target.close()
-
-    def _status_reader(self) -> Monitor:
-        if self._monitor is None:
-            settings = replace(ServiceSettings.of(self.config), clusters=(self.flow.target,))
-            monitor = Monitor(self.config, settings)
-            monitor.start()
-            monitor.catch_up(self.target.timeout)
-            self._monitor = monitor
-        return self._monitor

@@ -35,13 +35,18 @@ again continues, and a finished failback says so.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mirrorline.control.flow_control import ControlStore
-from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
+from mirrorline.failover.context import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    FailoverContext,
+    FailoverError,
+    Reporter,
+)
 from mirrorline.failover.delta import DeltaCheck, check_delta
 from mirrorline.failover.planned import Options, run_planned
 from mirrorline.failover.state import (
@@ -53,7 +58,6 @@ from mirrorline.failover.state import (
     save_state,
     state_file_name,
 )
-from mirrorline.failover.steps import EXIT_FAILED, EXIT_USAGE, POLL_S
 
 Partition = tuple[str, int]
 
@@ -116,7 +120,11 @@ def run_failback(
     if options.reverse_state_path.exists():
         archive_state(options.reverse_state_path)
     original = f"{home}->{away}"
-    ControlStore(back.source.clients()).set_state(original, "running", timeout=back.source.timeout)
+    store = ControlStore(back.source.clients())
+    try:
+        store.set_state(original, "running", timeout=back.source.timeout)
+    finally:
+        store.close()
     reporter.say(f"resumed {original}: {away} is a replica of {home} again")
     report.update(ok=True, finished=True, next_steps=_next_steps(back, failover))
     return report
@@ -207,49 +215,52 @@ def _start_positions(
         return wanted
     control = back.wanted()
     if control.state != "stopped":
-        back.set_state("stopped")
-    pending = back.wanted().positions
+        back.set_state("stopped", current=control)
+    pending = control.positions
     if pending is None or dict(pending.offsets) != wanted:
-        back.request_positions(wanted)
+        pending = back.request_positions(wanted)
     reporter.say(
         f"asked {back.name} to start at the offsets recorded at failover "
         f"({len(wanted)} partitions); a driver leading {back.name} applies them: run one "
         f"with {back.config.file} if none does"
     )
-    deadline = time.monotonic() + options.timeout
     with reporter.waiting(f"waiting for a driver of {back.name} to apply the start offsets") as w:
-        while back.wanted().positions is not None:
-            if time.monotonic() > deadline:
-                raise FailoverError(
-                    f"no driver applied the start offsets of {back.name} within "
-                    f"{options.timeout:.0f}s: run a driver with {back.name} enabled, then run "
-                    "this command again",
-                    EXIT_FAILED,
-                )
-            w.update(detail="position request pending")
-            time.sleep(POLL_S)
+        saved = back.control.wait_saved(
+            back.name,
+            pending.id,
+            options.timeout,
+            on_wait=lambda: w.update(detail="position request pending"),
+        )
+    if not saved:
+        raise FailoverError(
+            f"no driver applied the start offsets of {back.name} within "
+            f"{options.timeout:.0f}s: run a driver with {back.name} enabled, then run "
+            "this command again",
+            EXIT_FAILED,
+        )
     return wanted
 
 
 def _run(back: FailoverContext, options: FailbackOptions, reporter: Reporter) -> None:
     """Set the reverse flow running and wait until a driver reports it so."""
-    if back.wanted().state != "running":
-        back.set_state("running")
-    deadline = time.monotonic() + options.timeout
+    control = back.wanted()
+    if control.state != "running":
+        back.set_state("running", current=control)
     with reporter.waiting(f"waiting for {back.name} to run") as wait:
-        while True:
-            replication = back.replication()
-            if replication is not None and replication.state == "running":
-                return
-            if time.monotonic() > deadline:
-                now = "no status" if replication is None else replication.state
-                raise FailoverError(
-                    f"{back.name} does not report running after {options.timeout:.0f}s "
-                    f"(last status: {now}); run the command again once it does",
-                    EXIT_FAILED,
-                )
-            wait.update(detail=f"status: {replication.state if replication else 'none'}")
-            time.sleep(POLL_S)
+        running = back.reports.wait_for(
+            ("running",),
+            since_ms=None,
+            timeout=options.timeout,
+            on_wait=lambda r: wait.update(detail=f"status: {r.state if r else 'none'}"),
+        )
+    if running is None:
+        last = back.replication()
+        raise FailoverError(
+            f"{back.name} does not report running after {options.timeout:.0f}s "
+            f"(last status: {last.state if last else 'no status'}); run the command again "
+            "once it does",
+            EXIT_FAILED,
+        )
 
 
 def _plan(back: FailoverContext, checks: list[DeltaCheck]) -> list[str]:

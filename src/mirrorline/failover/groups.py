@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mirrorline.checkpoints import CheckpointKey
+from mirrorline.cluster_access import ClusterAccess, Unreachable
 from mirrorline.control.translation import Translation
-from mirrorline.failover.clusters import ClusterAccess, Unreachable
 from mirrorline.formats import Checkpoint
 from mirrorline.group_offsets import ActiveGroupError, OffsetAndMetadata, plan_moves
 from mirrorline.kafka import KafkaOperationError

@@ -17,17 +17,16 @@ untranslated is reported per partition with its reason.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from mirrorline.checkpoints import CheckpointKey, read_checkpoints
+from mirrorline.cluster_access import ClusterAccess
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.checkpointing import INTERNAL_GROUP_PREFIX
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.control.translation import Translation, TranslationStore
-from mirrorline.failover.clusters import ClusterAccess
-from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
+from mirrorline.failover.context import EXIT_FAILED, FailoverContext, FailoverError, Reporter
 from mirrorline.failover.groups import (
     Fallback,
     GroupOutcome,
@@ -36,8 +35,7 @@ from mirrorline.failover.groups import (
     translate_group,
 )
 from mirrorline.failover.state import FailoverState
-from mirrorline.failover.steps import EXIT_FAILED, POLL_S
-from mirrorline.formats import Checkpoint
+from mirrorline.failover.steps import POLL_S
 from mirrorline.kafka import KafkaOperationError
 
 if TYPE_CHECKING:
@@ -63,8 +61,9 @@ def move_groups(
     groups = checkpointed_groups(ctx, flow)
     if not groups:
         return []
-    names, came_back = topic_names(ctx, flow, state)
-    partitions = _source_partitions(ctx, names)
+    on_source = ctx.source.topics()
+    names, came_back = topic_names(ctx, flow, state, on_source)
+    partitions = [(t, p) for t in names for p in range(on_source.get(t, 0))]
     fallback = _fallback(ctx, state, came_back)
     interval = flow.interval("emit.checkpoints")
     deadline = time.monotonic() + options.timeout
@@ -74,12 +73,12 @@ def move_groups(
         f"waiting for the final checkpoints of {len(groups)} groups", total=len(groups)
     ) as wait:
         while True:
-            checkpoints = _checkpoints(ctx, flow)
+            checkpoints = ctx.checkpoints(flow)
             for group in groups:
-                on_source = ctx.source.describe(group, partitions)
-                members[group] = on_source.members
+                described = ctx.source.describe(group, partitions)
+                members[group] = described.members
                 translations[group] = translate_group(
-                    group, on_source.offsets, names, checkpoints, fallback
+                    group, described.offsets, names, checkpoints, fallback
                 )
             ready = [g for g, found in translations.items() if all(t.ok for t in found)]
             wait.update(completed=len(ready), detail=f"{len(ready)} of {len(groups)} groups")
@@ -110,7 +109,7 @@ def move_groups(
 
 
 def topic_names(
-    ctx: FailoverContext, flow: FlowConfig, state: FailoverState
+    ctx: FailoverContext, flow: FlowConfig, state: FailoverState, on_source: Iterable[str]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Source topic -> its name on the target, and the part of it that came from the target.
 
@@ -129,29 +128,12 @@ def topic_names(
         raise FailoverError(f"{ctx.source.alias}: {exc}", EXIT_FAILED) from None
     for original, copy in published.get(opposite, {}).items():
         came_back[copy] = original
-    for topic in ctx.source.topics():
+    for topic in on_source:
         if topic not in came_back and flow.policy.topic_source(topic) == flow.target:
             came_back[topic] = flow.policy.upstream_topic(topic) or topic
     for topic, original in came_back.items():
         names.setdefault(topic, original)
     return names, came_back
-
-
-def _source_partitions(ctx: FailoverContext, names: Mapping[str, str]) -> list[Partition]:
-    on_source = ctx.source.topics()
-    return [(t, p) for t in names for p in range(on_source.get(t, 0))]
-
-
-def _checkpoints(ctx: FailoverContext, flow: FlowConfig) -> dict[CheckpointKey, Checkpoint]:
-    try:
-        return read_checkpoints(
-            ctx.target.consumer_settings,
-            flow.checkpoints_topic,
-            missing_ok=True,
-            timeout=ctx.target.timeout,
-        )
-    except KafkaOperationError as exc:
-        raise FailoverError(f"{ctx.target.alias}: {exc}", EXIT_FAILED) from None
 
 
 def _fallback(ctx: FailoverContext, state: FailoverState, came_back: Mapping[str, str]) -> Fallback:

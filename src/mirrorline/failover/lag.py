@@ -20,12 +20,11 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mirrorline.cluster_access import ClusterAccess, Unreachable
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.remote_topics import read_remote_topics
-from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
-from mirrorline.failover.clusters import ClusterAccess, Unreachable
 from mirrorline.kafka import KafkaOperationError
-from mirrorline.operations.positions import read_positions
+from mirrorline.operations.positions import behind, read_positions, saved_progress
 
 Partition = tuple[str, int]
 
@@ -35,13 +34,9 @@ def lag_of(
     progress: Mapping[Partition, int],
     starts: Mapping[Partition, int] | None = None,
 ) -> dict[Partition, int]:
-    """Records not replicated yet per partition: end minus the flow's next offset."""
+    """Records not replicated yet per partition (`operations.positions.behind`)."""
     starts = starts or {}
-    lag: dict[Partition, int] = {}
-    for tp, end in ends.items():
-        position = progress.get(tp, starts.get(tp, 0))
-        lag[tp] = max(0, end - position)
-    return lag
+    return {tp: behind(end, progress.get(tp), starts.get(tp, 0)) for tp, end in ends.items()}
 
 
 @dataclass(frozen=True)
@@ -69,7 +64,6 @@ class FlowPositions:
         self.flow = flow
         self.source = source
         self.target = target
-        self._store = ProgressStore(flow.name, target.clients())
 
     def topics(self) -> dict[str, str]:
         """Source topic -> remote topic, as the flow publishes them on the target."""
@@ -84,10 +78,8 @@ class FlowPositions:
     def progress(self) -> dict[Partition, int]:
         """The flow's next source offset per partition, from the target."""
         try:
-            return dict(self._store.load(timeout=self.target.timeout))
+            return saved_progress(self.flow, self.target.clients(), self.target.timeout)
         except KafkaOperationError as exc:
-            if PROGRESS_TOPIC not in self.target.topics():
-                return {}  # nothing replicated into this cluster yet
             raise Unreachable(f"{self.target.alias}: {exc}") from None
 
     def measure(self, flow: FlowConfig | None = None, *, source_reachable: bool = True) -> FlowLag:
@@ -121,6 +113,3 @@ class FlowPositions:
         ends = {(p.topic, p.partition): p.log_end for p in selected}
         lag = {(p.topic, p.partition): p.lag for p in selected}
         return FlowLag(dict(sorted(topics.items())), partitions, progress, ends, lag)
-
-    def close(self) -> None:
-        self._store.close()

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorline.config.model import FlowConfig
-from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
+from mirrorline.failover.context import EXIT_FAILED, FailoverContext, FailoverError, Reporter
 from mirrorline.failover.handover import checkpointed_groups, move_groups
 from mirrorline.failover.lag import FlowLag
 from mirrorline.failover.preflight import FlowFacts, evaluate
@@ -45,7 +45,6 @@ from mirrorline.failover.state import (
     save_state,
 )
 from mirrorline.failover.steps import (
-    EXIT_FAILED,
     POLL_S,
     next_steps,
     offsets_rows,

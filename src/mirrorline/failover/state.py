@@ -35,7 +35,6 @@ beside it, then renamed), format version 1:
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Iterable, Mapping
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mirrorline.certificates import write_private
+from mirrorline.state_dirs import state_dir
 
 FORMAT_VERSION = 1
 Mode = Literal["planned", "unplanned"]
@@ -206,10 +206,9 @@ class FailoverState:
 
 
 def default_state_dir() -> Path:
-    """Where failover state files live: `$XDG_STATE_HOME/mirrorline/failover`, by default
-    `~/.local/state/mirrorline/failover`."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "mirrorline" / "failover"
+    """Where failover state files live (`state_dirs`: `$XDG_STATE_HOME/mirrorline/failover`,
+    by default `~/.local/state/mirrorline/failover`)."""
+    return state_dir("failover")
 
 
 def state_file_name(source: str, target: str) -> str:

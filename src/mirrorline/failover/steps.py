@@ -20,13 +20,18 @@ the failover (`delta.py`: where failback starts copying back).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mirrorline.failover.clusters import Unreachable
-from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
+from mirrorline.cluster_access import Unreachable
+from mirrorline.failover.context import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    FailoverContext,
+    FailoverError,
+    Reporter,
+)
 from mirrorline.failover.lag import FlowLag
 from mirrorline.failover.state import (
     RECORDED,
@@ -37,10 +42,7 @@ from mirrorline.failover.state import (
     load_state,
     save_state,
 )
-from mirrorline.service.replications import Replication
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 # How often a wait asks again (status, lag, checkpoints, control records).
 POLL_S = 0.5
 
@@ -96,52 +98,39 @@ def stop_flow(
     the request. Without `require_driver`, a flow no driver reports is left
     to its control record.
     """
-    if ctx.wanted().state != "stopped":
-        ctx.set_state("stopped")
+    control = ctx.wanted()
+    if control.state != "stopped":
+        ctx.set_state("stopped", current=control)
         reporter.say(
             f"asked the drivers of {ctx.name} to stop it (control topic on {ctx.target.alias})"
         )
-    replication = ctx.replication()
-    if replication is None and not require_driver:
+    if ctx.replication() is None and not require_driver:
         state.mark(STOPPED)
         return f"no driver reports {ctx.name}: the control record keeps it stopped when one starts"
-    deadline = time.monotonic() + timeout
     with reporter.waiting(f"waiting for {ctx.name} to report stopped") as wait:
-        while True:
-            replication = ctx.replication()
-            if _stopped_since(replication, last_running_ms):
-                break
-            if time.monotonic() > deadline:
-                now = (
-                    "no status"
-                    if replication is None
-                    else f"{replication.state}: {replication.reason}"
-                )
-                if not require_driver:
-                    state.mark(STOPPED)
-                    return (
-                        f"{ctx.name} has not reported stopped within {timeout:.0f}s (last status "
-                        f"{now}); its control record keeps it stopped"
-                    )
-                raise FailoverError(
-                    f"{ctx.name} did not report stopped within {timeout:.0f}s (last status "
-                    f"{now}); its drivers follow the control topic: is one running and reaching "
-                    f"{ctx.target.alias}? Run the command again to keep waiting",
-                    EXIT_FAILED,
-                )
-            wait.update(detail=f"status: {replication.state if replication else 'none'}")
-            time.sleep(POLL_S)
+        stopped = ctx.reports.wait_for(
+            ("stopped",),
+            since_ms=last_running_ms,
+            timeout=timeout,
+            on_wait=lambda r: wait.update(detail=f"status: {r.state if r else 'none'}"),
+        )
+    if stopped is None:
+        last = ctx.replication()
+        now = "no status" if last is None else f"{last.state}: {last.reason}"
+        if not require_driver:
+            state.mark(STOPPED)
+            return (
+                f"{ctx.name} has not reported stopped within {timeout:.0f}s (last status "
+                f"{now}); its control record keeps it stopped"
+            )
+        raise FailoverError(
+            f"{ctx.name} did not report stopped within {timeout:.0f}s (last status "
+            f"{now}); its drivers follow the control topic: is one running and reaching "
+            f"{ctx.target.alias}? Run the command again to keep waiting",
+            EXIT_FAILED,
+        )
     state.mark(STOPPED)
-    reason = replication.reason if replication is not None else ""
-    return f"{ctx.name} is stopped ({reason or 'as asked'})"
-
-
-def _stopped_since(replication: Replication | None, last_running_ms: int | None) -> bool:
-    if replication is None or replication.state != "stopped":
-        return False
-    if last_running_ms is None or replication.status_time_ms is None:
-        return True
-    return replication.status_time_ms >= last_running_ms
+    return f"{ctx.name} is stopped ({stopped.reason or 'as asked'})"
 
 
 def record_offsets(ctx: FailoverContext, state: FailoverState, lag: FlowLag) -> dict[str, Any]:

@@ -21,10 +21,12 @@ written to the state file once done (`state.py`):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
-from mirrorline.checkpoints import read_checkpoints
-from mirrorline.failover.context import FailoverContext, FailoverError, Reporter
+from mirrorline.checkpoints import CheckpointKey
+from mirrorline.config.model import FlowConfig
+from mirrorline.failover.context import EXIT_FAILED, FailoverContext, FailoverError, Reporter
 from mirrorline.failover.groups import GroupOutcome, latest_checkpoints, move_group
 from mirrorline.failover.handover import checkpointed_groups
 from mirrorline.failover.lag import lag_of
@@ -32,7 +34,6 @@ from mirrorline.failover.loss import loss_window
 from mirrorline.failover.planned import Options
 from mirrorline.failover.state import GROUPS, RECORDED, STEPS, STOPPED, FailoverState, now_ms
 from mirrorline.failover.steps import (
-    EXIT_FAILED,
     next_steps,
     offsets_rows,
     record_offsets,
@@ -41,7 +42,6 @@ from mirrorline.failover.steps import (
     state_to_continue,
     stop_flow,
 )
-from mirrorline.kafka import KafkaOperationError
 
 # A driver that still runs the flow says "stopped" within seconds; one that does not
 # run is not waited for long.
@@ -139,16 +139,8 @@ def move_groups(
 ) -> list[GroupOutcome]:
     """Commit each group's latest checkpoint to the group on the target."""
     flow = ctx.effective_flow()
-    try:
-        checkpoints = read_checkpoints(
-            ctx.target.consumer_settings,
-            flow.checkpoints_topic,
-            missing_ok=True,
-            timeout=ctx.target.timeout,
-        )
-    except KafkaOperationError as exc:
-        raise FailoverError(f"{ctx.target.alias}: {exc}", EXIT_FAILED) from None
-    groups = sorted({g for g, _, _ in checkpoints if flow.should_replicate_group(g)})
+    checkpoints = ctx.checkpoints(flow)
+    groups = _checkpointed_groups(flow, checkpoints)
     sources = {r: t for t, r in state.topics.items()}
     outcomes = []
     for group in groups:
@@ -183,18 +175,7 @@ def _dry_run(
         _record(ctx, preview, reachable)
         report["loss_window"] = _loss(preview)
     flow = ctx.effective_flow()
-    try:
-        checkpoints = read_checkpoints(
-            ctx.target.consumer_settings,
-            flow.checkpoints_topic,
-            missing_ok=True,
-            timeout=ctx.target.timeout,
-        )
-    except KafkaOperationError as exc:
-        raise FailoverError(f"{ctx.target.alias}: {exc}", EXIT_FAILED) from None
-    report["groups_found"] = sorted(
-        {g for g, _, _ in checkpoints if flow.should_replicate_group(g)}
-    )
+    report["groups_found"] = _checkpointed_groups(flow, ctx.checkpoints(flow))
     report["plan"] = [
         f"{'done: ' if state.done(STOPPED) else ''}stop {ctx.name} through its control record "
         f"on {ctx.flow.target}",
@@ -206,3 +187,10 @@ def _dry_run(
     ]
     report["ok"] = True
     return report
+
+
+def _checkpointed_groups(
+    flow: FlowConfig, checkpoints: Mapping[CheckpointKey, object]
+) -> list[str]:
+    """The groups the flow selects that have checkpoints on the target."""
+    return sorted({g for g, _, _ in checkpoints if flow.should_replicate_group(g)})

@@ -35,8 +35,7 @@ class PartitionPosition:
     @property
     def lag(self) -> int:
         """Records in the source log the flow has not replicated yet."""
-        position = self.log_start if self.next_offset is None else self.next_offset
-        return max(0, self.log_end - max(position, self.log_start))
+        return behind(self.log_end, self.next_offset, self.log_start)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -47,6 +46,13 @@ class PartitionPosition:
             "log_end": self.log_end,
             "lag": self.lag,
         }
+
+
+def behind(log_end: int, next_offset: int | None, log_start: int = 0) -> int:
+    """Records of a source partition a flow has not replicated: from its next offset (the
+    log start when it has none, or when retention passed it) to the log end."""
+    position = log_start if next_offset is None else max(next_offset, log_start)
+    return max(0, log_end - position)
 
 
 def replicated_partitions(
@@ -68,10 +74,10 @@ def replicated_partitions(
 def saved_progress(
     flow: FlowConfig, target: ClusterClients, timeout: float
 ) -> dict[SourcePartition, int]:
-    """The flow's saved next offsets, read from its target."""
+    """The flow's saved next offsets, read from its target (none before it ever ran)."""
     store = ProgressStore(flow.name, target)
     try:
-        return store.load(timeout)
+        return store.load(timeout, missing_ok=True)
     finally:
         store.close()
 

@@ -1,11 +1,12 @@
-"""A failover's view of one cluster: every request bounded by a short timeout.
+"""An operator command's view of one cluster: every request bounded by a short timeout.
 
-A failover talks to two clusters, one of which may be gone (an unplanned
-failover is run because it is). Every request here waits `timeout` seconds
-at most and raises `Unreachable`, naming the cluster, instead of a
-librdkafka exception; the caller decides whether that cluster's answer was
-needed (planned) or only welcome (unplanned). librdkafka's own log lines are
-silenced: they would repeat one connection failure many times a second.
+The operator's commands (`offsets`, `failover`, `failback`) talk to clusters
+one of which may be gone (an unplanned failover is run because it is). Every
+request here waits `timeout` seconds at most and raises `Unreachable`, naming
+the cluster (its bootstrap servers hidden when a secret provider gives them),
+instead of a librdkafka exception; the caller decides whether that cluster's
+answer was needed or only welcome. librdkafka's own log lines are silenced:
+they would repeat one connection failure many times a second.
 """
 
 from __future__ import annotations

@@ -7,10 +7,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 JVM_LIB := $(CURDIR)/.cache/jvm
+# The checkout's jar cache (instead of ~/.cache/mirrorline/jvm) for everything make runs.
+export MIRRORLINE_JVM_LIB := $(JVM_LIB)
 PY_STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 JVM_STAMP := $(JVM_LIB)/.resolved
-JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f)
+JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f) src/mirrorline/jar_fetch.py
 PYTEST_ARGS ?=
 
 .PHONY: help setup jdk chromium python jvm demo test bench chaos failover-drill screenshot lint clean
@@ -49,8 +51,9 @@ $(JVM_STAMP): $(JVM_INPUTS) $(PY_STAMP) | jdk
 	 have=$$($(BIN)/python -c 'import pyspark; print(pyspark.__version__)'); \
 	 if [ "$$want" != "$$have" ]; then \
 	   echo "error: jvm/pom.xml wants Spark $$want but PySpark $$have is installed"; exit 1; fi
-	@echo ">> resolving JVM artifacts from Maven Central and building the writer into $(JVM_LIB)"
+	@echo ">> building the writer into src/mirrorline/jars and resolving MirrorMaker 2 into $(JVM_LIB)"
 	mvn --quiet --batch-mode -s jvm/settings.xml -f jvm/pom.xml -Djvm.lib=$(JVM_LIB) package
+	$(BIN)/mirrorline setup
 	@touch $@
 
 demo: setup

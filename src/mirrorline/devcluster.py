@@ -155,7 +155,7 @@ class DevClusters:
             )
         self.directory.mkdir(parents=True, exist_ok=True)
         java = jvm.java_executable()
-        classpath = jvm.classpath("kafka")
+        classpath = jvm.classpath("kafka", progress)
 
         started: list[DevCluster] = []
         try:

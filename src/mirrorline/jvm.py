@@ -1,14 +1,23 @@
-"""Where the JVM side lives: the Java executable and the jar sets from `make jvm`.
+"""Where the JVM side lives: the Java executable, the writer jar and the jar sets.
 
-`jvm/pom.xml` resolves three jar sets from Maven Central into a cache directory
-(`.cache/jvm/<set>/` at the project root, or `$MIRRORLINE_JVM_LIB/<set>/`):
+Mirrorline needs three kinds of jars, and none of them is looked for in a source
+checkout:
 
-- ``kafka``: an Apache Kafka broker, for dev clusters and integration tests;
-- ``spark-kafka``: Spark's Kafka connector at the installed PySpark version;
-- ``mirrorline-writer``: Mirrorline's own writer (built from `jvm/writer`), which
-  Spark's executors run to write each micro-batch to the target cluster;
-- ``mirrormaker``: MirrorMaker 2 and Kafka's command-line tools (``kafka-consumer-groups``),
-  for side-by-side benchmarks and compatibility tests.
+- ``mirrorline-writer``: Mirrorline's own writer (built by Maven from `jvm/writer`),
+  which Spark's executors run to write each micro-batch to the target cluster. It
+  comes inside the package (`mirrorline/jars/`), so a wheel carries it.
+- ``spark-kafka``: Spark's Kafka connector at the installed PySpark version, and
+  ``kafka``: an Apache Kafka broker for `mirrorline dev up`. Both are fetched from
+  Maven Central once (`mirrorline.jar_fetch`, with the Ivy that PySpark ships, as
+  `spark.jars.packages` does) into the jar cache, on first use or by
+  `mirrorline setup`.
+- ``mirrormaker``: MirrorMaker 2 and Kafka's tools, which only benchmarks and
+  compatibility tests use; `make jvm` puts them in the checkout's cache.
+
+The jar cache is `$MIRRORLINE_JVM_LIB` (also set by `mirrorline --jvm-lib DIR`),
+else `$XDG_CACHE_HOME/mirrorline/jvm` (`~/.cache/mirrorline/jvm`); each set is a
+directory of jars in it. An offline host points `MIRRORLINE_JVM_LIB` at a cache
+that `mirrorline setup` filled elsewhere.
 """
 
 from __future__ import annotations
@@ -17,50 +26,73 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from functools import cache
+from importlib import resources
 from pathlib import Path
 
+from mirrorline.state_dirs import cache_dir
+
 MIN_JAVA = 17
+JVM_LIB_ENV = "MIRRORLINE_JVM_LIB"
+WRITER_SET = "mirrorline-writer"
+WRITER_JAR = "mirrorline-writer.jar"
 
 
 class JvmSetupError(RuntimeError):
     """The JVM side is missing or unusable; the message says how to fix it."""
 
 
-def project_root() -> Path | None:
-    """The source checkout this package runs from (editable install), if any."""
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "jvm" / "pom.xml").is_file() and (parent / "pyproject.toml").is_file():
-            return parent
-    return None
+def jar_cache_dir() -> Path:
+    """The directory holding one subdirectory of jars per set (see the module)."""
+    override = os.environ.get(JVM_LIB_ENV)
+    return Path(override).expanduser() if override else cache_dir("jvm")
 
 
-def jvm_lib_dir() -> Path:
-    override = os.environ.get("MIRRORLINE_JVM_LIB")
-    if override:
-        return Path(override)
-    root = project_root()
-    if root is None:
+def writer_jar() -> Path:
+    """The writer jar inside the installed package."""
+    jar = Path(str(resources.files("mirrorline") / "jars" / WRITER_JAR))
+    if not jar.is_file():
         raise JvmSetupError(
-            "cannot find the JVM jar cache: set MIRRORLINE_JVM_LIB to the directory that "
-            "`make jvm` filled (it holds kafka/, spark-kafka/ and mirrormaker/)"
+            f"this Mirrorline has no writer jar ({jar}): install a wheel built with "
+            "`pip wheel .` (it runs Maven), or run `make jvm` in a source checkout"
         )
-    return root / ".cache" / "jvm"
+    return jar
 
 
-def jars(jar_set: str) -> list[Path]:
-    """The jars of one set, sorted; a clear error when `make jvm` has not run."""
-    directory = jvm_lib_dir() / jar_set
-    found = sorted(directory.glob("*.jar"))
+def jars(jar_set: str, progress: Callable[[str], None] | None = None) -> list[Path]:
+    """The jars of one set, sorted; fetched from Maven Central first when missing.
+
+    `progress` hears what a fetch is doing. The error when nothing can be found
+    names every way to provide the jars.
+    """
+    if jar_set == WRITER_SET:
+        return [writer_jar()]
+    from mirrorline import jar_fetch
+
+    if jar_set in jar_fetch.JAR_SETS:
+        return jar_fetch.ensure(jar_set, jar_cache_dir(), progress)
+    found = present_jars(jar_set)
     if not found:
         raise JvmSetupError(
-            f"no jars in {directory}: run `make jvm` (or `make test` / `make demo`) first"
+            f"no jars in {jar_cache_dir() / jar_set}: run `make jvm` in a source checkout "
+            f"(or point {JVM_LIB_ENV} at a cache holding {jar_set}/)"
         )
     return found
 
 
-def classpath(jar_set: str) -> str:
-    return os.pathsep.join(str(j) for j in jars(jar_set))
+def present_jars(jar_set: str) -> list[Path]:
+    """The jars of one set now in the cache (the writer: in the package); never fetches."""
+    if jar_set == WRITER_SET:
+        try:
+            return [writer_jar()]
+        except JvmSetupError:
+            return []
+    return sorted((jar_cache_dir() / jar_set).glob("*.jar"))
+
+
+def classpath(jar_set: str, progress: Callable[[str], None] | None = None) -> str:
+    return os.pathsep.join(str(j) for j in jars(jar_set, progress))
 
 
 @cache
@@ -69,8 +101,10 @@ def java_executable() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no `java` on PATH"
         raise JvmSetupError(
-            f"Java {MIN_JAVA}+ not found: install OpenJDK {MIN_JAVA} or set JAVA_HOME"
+            f"Java {MIN_JAVA}+ not found ({where}): install OpenJDK {MIN_JAVA} or newer "
+            "(Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
         )
     version = java_major_version(java)
     if version < MIN_JAVA:

@@ -1,11 +1,12 @@
 """`mirrorline driver` as a child process that can be crashed like a lost host.
 
-The driver runs in a session of its own (`start_new_session`). Its Spark JVM and
-the JVM's Python workers stay in that session (PySpark's worker daemon changes
-its process group, never its session), so "every process of the session" is
-exactly the driver and everything it started. `crash()` SIGKILLs all of them at
-once, as a power cut would, and waits until none is left; nothing of a crashed
-driver can write to Kafka after `crash()` returns.
+The driver runs in a session of its own (`start_new_session`); its Spark JVM
+leads another one (the driver shields it from signals to its group, see
+`engine.session`), which the JVM's own children stay in. The JVM's session is
+noted while the driver runs (`child_sessions`), so "every process of both
+sessions" is exactly the driver and everything it started. `crash()` SIGKILLs
+all of them at once, as a power cut would, and waits until none is left;
+nothing of a crashed driver can write to Kafka after `crash()` returns.
 
 The driver is also started under `setpriv --pdeathsig KILL`, so it dies with the
 process that started it even if that one is killed; its JVM follows (it exits
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import mirrorline
 from mirrorline.process import dying_with_parent
-from support.sessions import kill_session
+from support.sessions import child_sessions, kill_session
 
 # The `src` directory of the Mirrorline being tested, for the child's PYTHONPATH.
 _SOURCE_ROOT = Path(mirrorline.__file__).resolve().parent.parent
@@ -56,7 +57,9 @@ class DriverProcess:
     """One start of `python -m mirrorline driver`, its output in `log_path`.
 
     `driver_args` are more options of the command (`--master`, `--spark-conf`),
-    `global_args` options of `mirrorline` itself (`--log-level debug`).
+    `global_args` options of `mirrorline` itself (`--log-level debug`). `program`
+    replaces `python -m mirrorline` (an installed `mirrorline` script), with its own
+    `env` and working directory `cwd`.
     """
 
     def __init__(
@@ -68,10 +71,12 @@ class DriverProcess:
         status_every: float = 5,
         driver_args: Sequence[str] = (),
         global_args: Sequence[str] = (),
+        program: Sequence[str] = (sys.executable, "-m", "mirrorline"),
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.log_path = log_path
-        env = child_env()
-        command = [sys.executable, "-m", "mirrorline", *global_args, "driver"]
+        command = [*program, *global_args, "driver"]
         command += ["--config", str(config)]
         command += ["--work-dir", str(work_dir), "--status-every", str(status_every)]
         command += driver_args
@@ -82,10 +87,12 @@ class DriverProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=env,
+                env=child_env() if env is None else env,
+                cwd=cwd,
                 start_new_session=True,
             )
         self.session = self.popen.pid  # a session leader's pid is its session id
+        self.jvm_sessions: set[int] = set()
         self.started = time.monotonic()
 
     def __enter__(self) -> DriverProcess:
@@ -111,26 +118,35 @@ class DriverProcess:
         """
         if self.popen.returncode is not None:
             return self.popen.returncode
+        self.jvm_sessions |= child_sessions(self.popen.pid)
         info = os.waitid(os.P_PID, self.popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is None:
             return None
         return -info.si_status if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else info.si_status
 
     def crash(self, timeout: float = 60.0) -> None:
-        """SIGKILL every process of the driver's session and wait until all are gone."""
+        """SIGKILL every process of the driver's sessions and wait until all are gone."""
         if self.popen.returncode is not None:
             return  # crashed or stopped before: the session is empty and its id no longer ours
+        self.jvm_sessions |= child_sessions(self.popen.pid)
         kill_session(self.session, timeout=timeout, what="the driver's session")
+        for session in self.jvm_sessions:
+            kill_session(session, timeout=timeout, what="the session of the driver's JVM")
         # Only now: until the leader is reaped its pid, hence the session id, stays ours.
         self.popen.wait()
 
-    def stop(self, timeout: float = 90.0) -> bool:
-        """SIGTERM (stop between batches); True if the driver exited by itself in time.
+    def stop(self, timeout: float = 90.0, *, group: bool = False) -> bool:
+        """SIGTERM (stop between batches) to the driver, or with `group` to its whole process
+        group as a service manager would; True if the driver exited with code 0 in time.
 
         Whatever is left afterwards (or everything, on timeout) is crashed.
         """
         if self.exit_code() is None:
-            os.kill(self.popen.pid, signal.SIGTERM)  # not Popen.send_signal: it reaps
+            # not Popen.send_signal: it reaps
+            if group:
+                os.killpg(self.session, signal.SIGTERM)
+            else:
+                os.kill(self.popen.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while self.exit_code() is None and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -51,3 +51,20 @@ def kill_session(session: int, *, timeout: float, what: str) -> None:
                 f"processes {members} of {what} survived SIGKILL for {timeout:.0f}s"
             )
         time.sleep(0.05)
+
+
+def child_sessions(pid: int) -> set[int]:
+    """Sessions led by direct children of `pid` (a child that called setsid), such as
+    the Spark JVM the driver starts in a session of its own."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent, session = int(fields[1]), int(fields[3])
+        if parent == pid and session == int(entry):
+            found.add(session)
+    return found

@@ -59,7 +59,8 @@ class StandaloneCluster:
     """A master and `workers` workers of `cores` cores and `memory` each.
 
     `env` is added to the daemons' environment; the workers pass it on to the
-    executors they start.
+    executors they start. `spark_home`: the Spark to run (a PySpark package
+    directory); by default the PySpark this process imports.
     """
 
     def __init__(
@@ -70,8 +71,10 @@ class StandaloneCluster:
         cores: int = 1,
         memory: str = "1g",
         env: dict[str, str] | None = None,
+        spark_home: Path | None = None,
     ) -> None:
         self.directory = directory.resolve()
+        self.spark_home = spark_home or pyspark_home()
         self.workers = workers
         self.cores = cores
         self.memory = memory
@@ -198,7 +201,7 @@ class StandaloneCluster:
     # -- helpers ---------------------------------------------------------------------
 
     def _launch(self, name: str, main_class: str, args: list[str]) -> None:
-        home = pyspark_home()
+        home = self.spark_home
         env = dict(os.environ)
         env.update(
             {

@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from mirrorline import jar_fetch
 from mirrorline.cli.driver_cmd import parse_spark_conf
 from mirrorline.cli.main import app
 from mirrorline.engine import session
@@ -90,6 +91,7 @@ def test_driver_passes_master_and_spark_conf_to_the_session(
             "master": "spark://10.0.0.1:7077",
             "conf": {"spark.executor.memory": "3g", "spark.ui.port": "4050"},
             "log_level": "WARN",
+            "log_json": False,
         }
     ]
 
@@ -125,6 +127,9 @@ def test_executor_jars_take_each_artifact_once_and_none_that_spark_ships(tmp_pat
             "writer": ["kafka-clients-3.9.1.jar", "mirrorline-writer-0.1.0.jar"],
         },
     )
+    # Complete as fetched for this PySpark: nothing is fetched again.
+    coordinates = jar_fetch.jar_set("spark-kafka").coordinates
+    (cache / "spark-kafka" / jar_fetch.RESOLVED).write_text("\n".join(coordinates))
     monkeypatch.setenv("MIRRORLINE_JVM_LIB", str(cache))
     names = [j.name for j in session.executor_jars(["spark-kafka", "writer"])]
     assert names == [

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from mirrorline import __version__
+from mirrorline import __version__, jvm
 from mirrorline.cli import logs
 from mirrorline.cli.acls_cmd import acls
 from mirrorline.cli.config_cmd import config_app
@@ -17,6 +19,7 @@ from mirrorline.cli.lists_cmd import groups, topics
 from mirrorline.cli.offsets_cmd import offsets_app
 from mirrorline.cli.positions_cmd import positions_app
 from mirrorline.cli.service_cmd import service_app
+from mirrorline.cli.setup_cmd import setup
 from mirrorline.cli.status_cmd import status
 
 app = typer.Typer(
@@ -41,6 +44,7 @@ app.add_typer(positions_app, name="positions")
 app.command("failover")(failover)
 app.command("failback")(failback)
 app.command("demo")(demo)
+app.command("setup")(setup)
 
 
 def _print_version(value: bool) -> None:
@@ -60,8 +64,24 @@ def main(
         help=f"Log level ({', '.join(logs.LEVELS)}); default: info for driver and service, "
         "warnings only for other commands.",
     ),
+    log_format: str = typer.Option(
+        "text",
+        "--log-format",
+        help="text, or json: one JSON object per line (time, level, logger, flow, message).",
+    ),
+    jvm_lib: str = typer.Option(
+        "",
+        "--jvm-lib",
+        help=f"The jar cache (as ${jvm.JVM_LIB_ENV}); default $XDG_CACHE_HOME/mirrorline/jvm.",
+        show_default=False,
+    ),
 ) -> None:
     """Cross-cluster Apache Kafka replication on Apache Spark."""
+    if log_format.lower() not in logs.FORMATS:
+        raise typer.BadParameter(f"use one of {', '.join(logs.FORMATS)}", param_hint="--log-format")
+    logs.choose_format(log_format.lower())
+    if jvm_lib:
+        os.environ[jvm.JVM_LIB_ENV] = os.path.abspath(os.path.expanduser(jvm_lib))
     if log_level:
         if log_level.lower() not in logs.LEVELS:
             raise typer.BadParameter(

@@ -1,0 +1,54 @@
+"""`mirrorline setup`: fetch the jars Mirrorline does not ship, once, into the jar cache."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+
+from mirrorline import jar_fetch, jvm
+
+out = Console()
+err = Console(stderr=True)
+
+
+def setup(
+    as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Fetch Spark's Kafka connector and a Kafka broker from Maven Central into the jar cache.
+
+    The driver and `dev up` fetch what they miss by themselves on first use; run this
+    ahead (a host image, a deployment step) or on a host that reaches Maven Central,
+    then copy the cache to offline hosts and point --jvm-lib or $MIRRORLINE_JVM_LIB at
+    it. The cache: $MIRRORLINE_JVM_LIB, else $XDG_CACHE_HOME/mirrorline/jvm (here
+    shown at the end). A mirror of Maven Central: $MIRRORLINE_MAVEN_REPOSITORY.
+    """
+    cache = jvm.jar_cache_dir()
+    progress = None if as_json else _progress
+    sets: dict[str, dict[str, object]] = {}
+    try:
+        writer = jvm.writer_jar()
+        for name in jar_fetch.JAR_SETS:
+            fetched = jar_fetch.ensure(name, cache, progress)
+            sets[name] = {
+                "coordinates": list(jar_fetch.jar_set(name).coordinates),
+                "jars": len(fetched),
+                "directory": str(cache / name),
+            }
+    except jvm.JvmSetupError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps({"jar_cache": str(cache), "writer": str(writer), "sets": sets}))
+        return
+    out.print(f"writer: {writer}", highlight=False, soft_wrap=True)
+    for name, entry in sets.items():
+        out.print(
+            f"{name}: {entry['jars']} jars in {entry['directory']}", highlight=False, soft_wrap=True
+        )
+    out.print("ready: the driver and dev clusters find their jars here", highlight=False)
+
+
+def _progress(message: str) -> None:
+    err.print(f"[dim]{message}[/dim]", highlight=False, soft_wrap=True)

@@ -3,6 +3,9 @@
 The driver runs as `mirrorline driver` in a child process, on a stream of
 120,000 numbered records into 4 partitions; it is killed 3 times (with its Spark
 JVM and Python workers, as a lost host would be) and started again each time.
+The second time it is not killed but stopped as a service manager stops a
+service, by SIGTERM to its whole process group: it must exit with code 0, print
+no traceback, and write again at most the one batch it had in flight.
 Afterwards the target must hold every source record with the same key, value,
 headers and timestamp, in source order per partition:
 
@@ -38,7 +41,7 @@ def _seed() -> int:
 @pytest.mark.parametrize(
     "mode", [AT_LEAST_ONCE, EXACTLY_ONCE], ids=lambda m: m.name.replace("-", "_")
 )
-def test_killed_driver_loses_nothing(two_clusters, tmp_path, mode):
+def test_killed_or_stopped_driver_loses_nothing(two_clusters, tmp_path, mode):
     east, west = two_clusters
     scenario = Scenario(
         records=120_000,
@@ -50,6 +53,7 @@ def test_killed_driver_loses_nothing(two_clusters, tmp_path, mode):
         # 4,000 records per micro-batch: small enough to make the bound per kill tell.
         max_poll_records=1_000,
         seed=_seed(),
+        terminations=(2,),
     )
     print(f"\n{mode.name}: seed {scenario.seed} (MIRRORLINE_CRASH_SEED={scenario.seed} replays it)")
 
@@ -57,6 +61,7 @@ def test_killed_driver_loses_nothing(two_clusters, tmp_path, mode):
 
     print(f"duplicates ({mode.name}): {report.duplicates} {report.duplicates_per_kill}")
     assert len(report.kills) == 3
+    assert [k.terminated for k in report.kills] == [False, True, False]
     assert report.records == 120_000
     assert report.violations() == [], "\n".join([report.summary(), *report.violations()])
     if mode.exactly_once:

@@ -4,9 +4,11 @@ One scenario: a fresh source topic receives a steady stream of numbered records
 while `mirrorline driver` replicates it as a child process. Each time the driver
 has written something since its last start, it is SIGKILLed (with everything it
 started: Spark's JVM, the Python workers) after a random delay, and started
-again. After the last start the driver catches up and is stopped, both topics
-are read back and every partition of the replica is audited against the source
-(`replica_audit`).
+again. Chosen starts end instead with SIGTERM to the driver's whole process group,
+as a service manager or a container runtime stops a service: the driver must stop
+between batches by itself, with exit code 0 and no traceback. After the last
+start the driver catches up and is stopped, both topics are read back and every
+partition of the replica is audited against the source (`replica_audit`).
 
 Shared by `tests/integration/test_crash_safety.py` (small, both modes) and
 `benchmarks/chaos.py` (the long soak).
@@ -70,6 +72,8 @@ class Scenario:
     max_poll_records: int  # per partition and micro-batch: bounds the re-reads of one crash
     seed: int
     max_kill_delay_s: float = 3.0  # longest wait, once the driver writes, before killing it
+    # The starts (1-based) that end with SIGTERM to the driver's process group, not SIGKILL.
+    terminations: tuple[int, ...] = ()
     start_timeout_s: float = 180.0  # for a started driver to write its first record
     catch_up_timeout_s: float = 300.0
 
@@ -91,6 +95,11 @@ class Kill:
     delay_s: float  # how long after its first new record on the target
     target_records: int  # target end offsets (summed) when it was killed
     source_records: int  # records acknowledged by the source by then
+    # A SIGTERM to the process group instead of SIGKILL: the driver's exit code and
+    # whether its output holds a Python traceback.
+    terminated: bool = False
+    exit_code: int | None = None
+    traceback: bool = False
 
 
 @dataclass
@@ -118,11 +127,22 @@ class CrashReport:
             found.append(f"{self.lost} source records have no copy on the target")
         if self.mode == EXACTLY_ONCE.name and self.duplicates:
             found.append(f"{self.duplicates} records written more than once in exactly-once mode")
-        for kill, count in enumerate(self.duplicates_per_kill, start=1):
+        for kill, count in zip(self.kills, self.duplicates_per_kill, strict=True):
             if count > self.replay_bound:
                 found.append(
-                    f"kill {kill}: {count} records written again, more than "
+                    f"kill {kill.start}: {count} records written again, more than "
                     f"{REPLAYED_BATCHES} micro-batches ({self.replay_bound} records)"
+                )
+            if not kill.terminated:
+                continue
+            if kill.exit_code != 0:
+                found.append(f"start {kill.start} exited with {kill.exit_code} on SIGTERM")
+            if kill.traceback:
+                found.append(f"start {kill.start} printed a traceback on SIGTERM")
+            if count > self.batch_records:
+                found.append(
+                    f"start {kill.start}, stopped by SIGTERM: {count} records written again, "
+                    f"more than the batch in flight ({self.batch_records} records)"
                 )
         return found
 
@@ -455,21 +475,29 @@ class _CrashRun:
         return driver
 
     def start_and_kill(self, start: int) -> None:
+        terminated = start in self.scenario.terminations
         with self._start(start) as driver:
             up = time.monotonic() - driver.started
             delay = self.rng.uniform(0, self.scenario.max_kill_delay_s)
             time.sleep(delay)  # the random moment itself, not a synchronisation
             driver.check()
-            driver.crash()
+            if terminated:
+                driver.stop(group=True)
+            else:
+                driver.crash()
         kill = Kill(
             start,
             round(delay, 2),
             sum(self.target_ends(self.remote, self.scenario.partitions).values()),
             self.producer.acknowledged,
+            terminated=terminated,
+            exit_code=driver.popen.returncode if terminated else None,
+            traceback=terminated and "Traceback" in driver.log_path.read_text(errors="replace"),
         )
         self.kills.append(kill)
+        how = f"SIGTERM to the group (exit code {kill.exit_code})" if terminated else "kill"
         self.say(
-            f"  kill {start}/{self.scenario.kills}: {delay:.2f}s after start {start} "
+            f"  {how} {start}/{self.scenario.kills}: {delay:.2f}s after start {start} "
             f"replicated (up after {up:.1f}s); target {kill.target_records:,}, "
             f"source {kill.source_records:,} records"
         )

@@ -27,6 +27,26 @@ from mirrorline.state_dirs import state_dir
 
 out = Console()
 err = Console(stderr=True)
+_log = logging.getLogger("mirrorline.driver")
+
+
+def _say(
+    text: str, *, level: int = logging.INFO, stderr: bool = False, flow: str | None = None
+) -> None:
+    """A line for the operator: printed, or with `--log-format json` a log record."""
+    if logs.is_json():
+        _log.log(level, "%s", text, extra={"flow": flow})
+    else:
+        (err if stderr else out).print(text, highlight=False, soft_wrap=True)
+
+
+def _fail(text: str, code: int, *, prefix: str = "error") -> typer.Exit:
+    """Say what went wrong (on stderr, or as an ERROR record) and exit with `code`."""
+    if logs.is_json():
+        _log.error("%s: %s", prefix, text)
+    else:
+        err.print(f"[red]{prefix}:[/red] {text}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
 
 
 def default_work_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -69,12 +89,13 @@ def driver(
     Several drivers may run the same configuration: each flow is replicated by one
     of them, the others stand by and take over when it stops or dies.
     """
+    if logs.is_json():
+        logs.funnel_stderr()
     logs.configure(logging.INFO)
     try:
         spark_settings = parse_spark_conf(spark_conf)
     except typer.BadParameter as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _fail(str(exc), 2) from None
     try:
         loaded = load_config(config)
         targets = [c.strip() for c in clusters.split(",") if c.strip()] or None
@@ -82,41 +103,37 @@ def driver(
         heartbeat_flows = heartbeat_flows_for(loaded, targets)
         notes = check_supported(flows)
     except ConfigError as exc:
-        err.print(f"[red]{config}:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _fail(str(exc), 2, prefix=str(config)) from None
     except NoFlowsError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise _fail(str(exc), 2) from None
 
     for flow in flows:
         filt = flow.topic_filter
-        out.print(
+        _say(
             f"flow {flow.name}: topics {', '.join(filt.include) or '(none)'}"
             f"{' excluding ' + ', '.join(filt.exclude) if filt.exclude else ''}; "
             f"policy {type(flow.policy).__name__}; remote names like "
             f"{flow.remote_topic('<topic>')}",
-            highlight=False,
+            flow=flow.name,
         )
 
     for note in notes:
-        err.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+        _say(f"note: {note}", level=logging.WARNING, stderr=True)
     scratch = (work_dir or default_work_dir()).expanduser().resolve()
     try:
         scratch.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        err.print(
-            f"[red]error:[/red] cannot create the work directory {scratch}: "
+        raise _fail(
+            f"cannot create the work directory {scratch}: "
             f"{exc.strerror or exc} (choose another with --work-dir)",
-            highlight=False,
-            soft_wrap=True,  # a path is never folded
-        )
-        raise typer.Exit(2) from None
+            2,
+        ) from None
     stop = threading.Event()
 
     def request_stop(signum, _frame) -> None:
         if stop.is_set():  # a second Ctrl-C: give up waiting
             raise KeyboardInterrupt
-        err.print(f"{signal.Signals(signum).name}: stopping flows between batches")
+        _say(f"{signal.Signals(signum).name}: stopping flows between batches", stderr=True)
         stop.set()
 
     signal.signal(signal.SIGINT, request_stop)
@@ -129,19 +146,21 @@ def driver(
             master=master or None,
             conf=spark_settings,
             log_level=logs.spark_level(),
+            log_json=logs.is_json(),
         )
     except JvmSetupError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        raise _fail(str(exc), 1) from None
     # PySpark installs its own SIGINT handler with the session (it cancels every job,
     # failing the running batch): Ctrl-C must stop between batches instead.
     signal.signal(signal.SIGINT, request_stop)
     try:
         mirror = Driver(flows, spark, scratch, heartbeat_flows)
         mirror.run(stop, on_tick=_StatusPrinter(status_every, mirror.heartbeat_statuses))
+    except KeyboardInterrupt:
+        raise _fail("interrupted again: stopped without waiting for running batches", 130) from None
     finally:
         spark.stop()
-    out.print("driver stopped")
+    _say("driver stopped")
 
 
 def parse_spark_conf(values: list[str]) -> dict[str, str]:
@@ -185,7 +204,7 @@ class _StatusPrinter:
         self._next = now + self._every
         for s in statuses:
             if s.state == "standby":  # another driver replicates it: nothing else to say
-                out.print(f"{s.flow}: standby — {s.reason}", highlight=False, soft_wrap=True)
+                _say(f"{s.flow}: standby — {s.reason}", flow=s.flow)
                 self._last_records.pop(s.flow, None)
                 continue
             mode = " (exactly once)" if s.exactly_once else ""
@@ -195,16 +214,15 @@ class _StatusPrinter:
             age = f", record age {s.last_batch.max_age_ms} ms" if s.last_batch else ""
             reason = f" — {s.reason}" if s.reason else ""
             problems = f"; problems: {'; '.join(s.problems)}" if s.problems else ""
-            out.print(
+            _say(  # one line per flow, however narrow the output
                 f"{s.flow}{mode}: {s.state}, {len(s.topics)} topics / {s.partitions} partitions, "
                 f"{s.records} records ({rate:.0f}/s){age}{reason}{problems}{_losses(s)}"
                 f"{_refusals(s)}{_checkpoints(s)}",
-                highlight=False,
-                soft_wrap=True,  # one line per flow, however narrow the output
+                flow=s.flow,
             )
         beats = self._heartbeats()
         if beats:
-            out.print(f"heartbeats: {', '.join(map(str, beats))}", highlight=False, soft_wrap=True)
+            _say(f"heartbeats: {', '.join(map(str, beats))}")
 
 
 def _losses(status: FlowStatus) -> str:

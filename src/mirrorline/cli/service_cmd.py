@@ -62,6 +62,8 @@ def service(
     if config is None:
         err.print("[red]error:[/red] missing --config FILE (the properties file)", highlight=False)
         raise typer.Exit(2)
+    if logs.is_json():
+        logs.funnel_stderr()
     logs.configure(logging.INFO)
     try:
         loaded = load_config(config)
@@ -84,11 +86,14 @@ def service(
         err.print(f"[red]{config}:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
     running.start()
-    err.print(
+    serving = (
         f"Mirrorline service on {running.url}/ (API docs {running.url}/docs, Prometheus "
-        f"{running.url}/metrics), reporting flows into {', '.join(settings.clusters)}",
-        highlight=False,
+        f"{running.url}/metrics), reporting flows into {', '.join(settings.clusters)}"
     )
+    if logs.is_json():
+        logging.getLogger("mirrorline.service").info("%s", serving)
+    else:
+        err.print(serving, highlight=False)
     try:
         running.serve()
     finally:

@@ -2,10 +2,20 @@
 
 Defaults suit one machine (`local[*]`, 2 cores / 24 GiB is the smallest we plan for);
 `master` points the same code at a Spark cluster (standalone, YARN, Kubernetes), with
-the driver in this process (client mode). The jars executors need come from the jar
-cache filled by `make jvm` (see `mirrorline.jvm`), never from the network, and reach
-the executors through Spark itself: `spark.jars` names local files that the driver
-serves to every executor, whatever the cluster manager.
+the driver in this process (client mode). The jars executors need are the writer
+in this package and Spark's Kafka connector in the jar cache (fetched from Maven
+Central on first use, see `mirrorline.jvm`), and reach the executors through Spark
+itself: `spark.jars` names local files that the driver serves to every executor,
+whatever the cluster manager. Executors run no Python, so nothing else is shipped.
+
+Spark's JVM is shielded from the signals that ask the driver to stop: it runs in a
+session of its own (a signal to the driver's process group, such as a terminal's
+Ctrl-C or `kill -TERM -PGID`, does not reach it) and ignores SIGINT and SIGTERM (a
+service manager that signals every process of the service, such as systemd's
+default KillMode=control-group, does not stop it either). Only the Python driver
+hears them: it stops its flows between batches, saves their progress and then
+stops Spark itself. The JVM still ends with the driver however the driver ends: it
+exits when its standard input, a pipe from the driver, closes.
 
 Nothing else of the driver's host is needed by executors. The streaming checkpoint
 directory (under the driver's `--work-dir`) is written only by the driver: Spark's
@@ -17,10 +27,12 @@ the driver's host, whatever the cluster.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import signal
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,7 +41,23 @@ from mirrorline import jvm
 
 DEFAULT_MASTER = "local[*]"
 
-# The jar sets (`.cache/jvm/<set>/`, see `mirrorline.jvm`) that executors load, in order:
+_log = logging.getLogger(__name__)
+
+# Set only while Spark's JVM is being launched: the child forked then ignores SIGTERM
+# before it executes `spark-submit` (an ignored signal stays ignored across exec,
+# and the JVM installs no handler for a shutdown signal it finds ignored).
+_launching_jvm = False
+
+
+def _ignore_sigterm_in_jvm_child() -> None:
+    if _launching_jvm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+# Runs in children forked with a preexec function, as PySpark launches the JVM.
+os.register_at_fork(after_in_child=_ignore_sigterm_in_jvm_child)
+
+# The jar sets (see `mirrorline.jvm`) that executors load, in order:
 # Spark's Kafka connector and Mirrorline's writer.
 EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka", "mirrorline-writer")
 
@@ -54,7 +82,9 @@ DEFAULT_CONF: Mapping[str, str] = {
 }
 
 
-def executor_jars(jar_sets: Iterable[str] = EXECUTOR_JAR_SETS) -> list[Path]:
+def executor_jars(
+    jar_sets: Iterable[str] = EXECUTOR_JAR_SETS, progress: Callable[[str], None] | None = None
+) -> list[Path]:
     """The jars of `jar_sets` that Spark does not have yet, each artifact once.
 
     Maven resolves each set with its full dependency tree (Hadoop client, Scala
@@ -65,7 +95,7 @@ def executor_jars(jar_sets: Iterable[str] = EXECUTOR_JAR_SETS) -> list[Path]:
     known = {_artifact_name(p) for p in _pyspark_jars_dir().glob("*.jar")}
     chosen = []
     for jar_set in jar_sets:
-        for jar in jvm.jars(jar_set):
+        for jar in jvm.jars(jar_set, progress):
             name = _artifact_name(jar)
             if name not in known:
                 known.add(name)
@@ -78,12 +108,14 @@ def build_spark_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     log_level: str = "WARN",
+    log_json: bool = False,
 ):
     """Create (or return the running) Spark session with Mirrorline's settings.
 
     `conf` overrides the defaults, except that its `spark.jars` is added to
     Mirrorline's jars instead of replacing them. The master comes from the argument,
-    then `MIRRORLINE_SPARK_MASTER`, then `local[*]`.
+    then `MIRRORLINE_SPARK_MASTER`, then `local[*]`. `log_json`: the driver's JVM logs
+    one JSON object per line, as `mirrorline --log-format json` does.
     """
     from pyspark.sql import SparkSession
 
@@ -95,17 +127,18 @@ def build_spark_session(
 
     settings = dict(DEFAULT_CONF)
     settings.update(cluster_settings(master))
-    log_config = resources.files("mirrorline.resources") / "spark-log4j2.properties"
+    log_files = ["spark-log4j2.properties"] + (["spark-log4j2-json.properties"] * log_json)
+    log_config = ",".join(
+        f"file:{resources.files('mirrorline.resources') / name}" for name in log_files
+    )
     # Larger thread stacks: Spark matches regular expressions against whole error
     # texts when a query stops (to tell interruptions from failures), and a long
     # Python traceback overflowed the default 1 MiB stack of the stream thread.
-    settings["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j2.configurationFile=file:{log_config} -Xss16m"
-    )
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config} -Xss16m"
     # Not the log configuration: its path exists on the driver's host only, and
     # executors log where their cluster manager puts executor logs.
     settings["spark.executor.extraJavaOptions"] = "-Xss16m"
-    jars = [str(j) for j in executor_jars()]
+    jars = [str(j) for j in executor_jars(progress=_log.info)]
     jars += [j for j in conf.pop("spark.jars", "").split(",") if j.strip()]
     settings["spark.jars"] = ",".join(jars)
     settings.update(conf)
@@ -113,9 +146,32 @@ def build_spark_session(
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
+    _launch_jvm_in_own_session(app_name, master, settings)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def _launch_jvm_in_own_session(app_name: str, master: str, settings: Mapping[str, str]) -> None:
+    """Start Spark's JVM as PySpark would, but as the leader of a new session (see the module).
+
+    Settings that shape the JVM itself (memory, Java options, jars) must be given at
+    its launch, so the JVM gets every setting then, as `getOrCreate` would pass them.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM runs already (tests, a second session)
+        return
+    global _launching_jvm
+    conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
+    conf.setAll(list(settings.items()))
+    _launching_jvm = True
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+    finally:
+        _launching_jvm = False
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def cluster_settings(master: str) -> dict[str, str]:

@@ -116,6 +116,9 @@ class Service:
             port=self.port,
             root_path=self.settings.base_path,
             log_level="warning",
+            # uvicorn's loggers go through Mirrorline's logging (text or JSON) instead of
+            # a format of uvicorn's own.
+            log_config=None,
             access_log=False,  # never logs headers either way; credentials stay out of logs
             **tls.uvicorn_options(self.settings.security.tls),
         )

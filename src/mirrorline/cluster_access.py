@@ -6,7 +6,9 @@ request here waits `timeout` seconds at most and raises `Unreachable`, naming
 the cluster (its bootstrap servers hidden when a secret provider gives them),
 instead of a librdkafka exception; the caller decides whether that cluster's
 answer was needed or only welcome. librdkafka's own log lines are silenced:
-they would repeat one connection failure many times a second.
+they would repeat one connection failure many times a second. What they would
+have said (authentication failed, certificate not trusted, connection refused)
+is kept as `last_error`: a failed request only says "transport failure".
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.config.model import ClientSettings
+from mirrorline.config.redact import REDACTED
 from mirrorline.group_offsets import (
     GroupOnCluster,
     OffsetAndMetadata,
@@ -56,7 +59,7 @@ class ClusterAccess:
         self.consumer_settings: dict[str, Any] = {**consumer, **quiet}
         self._producer_settings = {**(producer or consumer), **quiet}
         self._admin: AdminClient | None = None
-        self._last_error = ""
+        self._last_error: KafkaError | None = None
         # Bootstrap servers given through a secret provider stay hidden (`shown`).
         self.servers = (
             admin.setting("bootstrap.servers").shown
@@ -82,6 +85,16 @@ class ClusterAccess:
                 consumer=self.consumer_settings,
             )
         return self._clients
+
+    @property
+    def last_error(self) -> KafkaError | None:
+        """librdkafka's latest report about this cluster's connections, if any.
+
+        Reports are delivered when a request fails (`Unreachable`); one that
+        names a cause (authentication, TLS, refused connection) is kept over
+        "all brokers are down", which only repeats the request's failure.
+        """
+        return self._last_error
 
     def close(self) -> None:
         if self._clients is not None:
@@ -190,14 +203,20 @@ class ClusterAccess:
         return None
 
     def _unreachable(self, exc: KafkaException) -> Unreachable:
+        if self._admin is not None:
+            self._admin.poll(0)  # deliver the reports queued while the request waited
         error = exc.args[0] if exc.args else None
         reason = error.str() if isinstance(error, KafkaError) else str(exc)
-        if self._last_error and "timed out" in reason.lower():
-            reason = f"{reason} ({self._last_error})"
+        # The report names broker addresses: left out when the servers are a secret.
+        if self._last_error is not None and "timed out" in reason.lower():
+            if self.servers != REDACTED:
+                reason = f"{reason} ({self._last_error.str()})"
         return Unreachable(f"cluster {self.alias} ({self.servers}) does not answer: {reason}")
 
     def _on_error(self, error: KafkaError) -> None:
-        self._last_error = error.str()
+        if error.code() == KafkaError._ALL_BROKERS_DOWN and self._last_error is not None:
+            return
+        self._last_error = error
 
 
 def _last_timestamp(

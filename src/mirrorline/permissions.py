@@ -104,6 +104,26 @@ class Grant:
             return name.startswith(self.name)
         return self.name in ("*", name)
 
+    def kafka_acls_command(self, principal: str) -> str:
+        """The `kafka-acls.sh` command granting this to `principal` (`User:NAME`)."""
+        resource = {
+            "TOPIC": f"--topic '{self.name}'",
+            "GROUP": f"--group '{self.name}'",
+            "TRANSACTIONAL_ID": f"--transactional-id '{self.name}'",
+            "CLUSTER": "--cluster",
+        }[self.resource]
+        operations = " ".join(
+            f"--operation {op.title().replace('_', '')}" for op in self.operations
+        )
+        pattern = (
+            "" if self.pattern == "LITERAL" else f" --resource-pattern-type {self.pattern.lower()}"
+        )
+        return (
+            f"kafka-acls.sh --bootstrap-server <{self.cluster}> "
+            f"--command-config <admin.properties> --add --allow-principal {principal} "
+            f"{operations} {resource}{pattern}"
+        )
+
 
 def required_grants(flow: FlowConfig) -> list[Grant]:
     """Every ACL the flow's source and target principals need (see the module)."""

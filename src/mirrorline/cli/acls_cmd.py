@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mirrorline.config import ConfigError, load_config
-from mirrorline.permissions import Grant, heartbeat_grants, merged, required_grants
+from mirrorline.permissions import heartbeat_grants, merged, required_grants
 
 out = Console()
 err = Console(stderr=True)
@@ -60,21 +60,4 @@ def acls(
             )
         out.print(table)
         for grant in mine:
-            out.print(_command(grant, principal), highlight=False, soft_wrap=True)
-
-
-def _command(grant: Grant, principal: str) -> str:
-    resource = {
-        "TOPIC": f"--topic '{grant.name}'",
-        "GROUP": f"--group '{grant.name}'",
-        "TRANSACTIONAL_ID": f"--transactional-id '{grant.name}'",
-        "CLUSTER": "--cluster",
-    }[grant.resource]
-    operations = " ".join(f"--operation {op.title().replace('_', '')}" for op in grant.operations)
-    pattern = (
-        "" if grant.pattern == "LITERAL" else f" --resource-pattern-type {grant.pattern.lower()}"
-    )
-    return (
-        f"kafka-acls.sh --bootstrap-server <{grant.cluster}> --command-config <admin.properties> "
-        f"--add --allow-principal {principal} {operations} {resource}{pattern}"
-    )
+            out.print(grant.kafka_acls_command(principal), highlight=False, soft_wrap=True)

@@ -12,6 +12,7 @@ from mirrorline.cli.acls_cmd import acls
 from mirrorline.cli.config_cmd import config_app
 from mirrorline.cli.demo import demo
 from mirrorline.cli.dev import dev_app
+from mirrorline.cli.doctor_cmd import doctor
 from mirrorline.cli.driver_cmd import driver
 from mirrorline.cli.failover_cmd import failback, failover
 from mirrorline.cli.lifecycle_cmd import pause, restart, resume, start, stop
@@ -45,6 +46,7 @@ app.command("failover")(failover)
 app.command("failback")(failback)
 app.command("demo")(demo)
 app.command("setup")(setup)
+app.command("doctor")(doctor)
 
 
 def _print_version(value: bool) -> None:

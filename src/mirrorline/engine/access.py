@@ -13,9 +13,11 @@ one sentence per resource:
 The check runs with the topic refresh while the flow runs, and right away
 when the flow fails while its clusters answer, so the failure's reason names
 the ACL to grant. Topics that do not exist yet are skipped (CREATE on them is
-only visible when creating them fails). Transactional ids, groups and the
-cluster resource have no such question in Kafka's protocol; their denials
-surface as the failing loop's error.
+only visible when creating them fails). Transactional ids and groups have no
+such question in Kafka's protocol; their denials surface as the failing loop's
+error. The cluster resource has one (DescribeCluster), which the running flow
+leaves to that error too and `mirrorline doctor` asks up front
+(`doctor_clusters`).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ from mirrorline.config.model import FlowConfig
 from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import PROGRESS_TOPIC
 from mirrorline.kafka import ClusterClients, enum_name, error_code
-from mirrorline.permissions import required_grants
+from mirrorline.permissions import Grant, required_grants
 from mirrorline.raw_metrics import METRICS_TOPIC
 
-__all__ = ["AccessCheck", "Denied", "MissingPermissions"]
+__all__ = ["AccessCheck", "Denied", "MissingPermissions", "denied_topics", "flow_topics"]
 
 _TIMEOUT_S = 10.0
 
@@ -84,34 +86,51 @@ class AccessCheck:
     def denied(self) -> list[Denied]:
         grants = required_grants(self.flow)
         found: list[Denied] = []
-        for alias, topics in self._topics().items():
-            clients = self._clients[alias]
-            mine = [g for g in grants if g.cluster == alias and g.resource == "TOPIC"]
-            allowed = _authorized(clients, topics)
-            for topic in sorted(allowed):
-                needed = [g for g in mine if g.covers("TOPIC", topic)]
-                wanted = tuple(dict.fromkeys(op for g in needed for op in g.operations))
-                have = allowed[topic]  # None: not even DESCRIBE, the topic is hidden
-                missing = tuple(op for op in wanted if have is None or op not in have)
-                if missing:
-                    why = "; ".join(dict.fromkeys(g.why for g in needed))
-                    found.append(Denied(alias, topic, missing, why, _principal(clients)))
+        for alias, topics in flow_topics(self.flow, self._ready()).items():
+            found += denied_topics(self._clients[alias], alias, topics, grants)
         return found
 
-    def _topics(self) -> dict[str, set[str]]:
-        """The topics the flow uses, per cluster alias."""
-        flow = self.flow
-        ready = self._ready()
-        topics: dict[str, set[str]] = {flow.source: set(ready), flow.target: set()}
-        topics[flow.target].update(flow.remote_topic(t) for t in ready)
-        topics[flow.target].update({PROGRESS_TOPIC, METRICS_TOPIC})
-        if flow.value("emit.checkpoints.enabled"):
-            topics[flow.target].add(flow.policy.checkpoints_topic(flow.source))
-        topics[flow.offset_syncs_cluster].add(flow.offset_syncs_topic)
-        return topics
+
+def flow_topics(flow: FlowConfig, ready: Iterable[str]) -> dict[str, set[str]]:
+    """The topics a flow uses, per cluster alias, when it replicates source topics `ready`."""
+    topics: dict[str, set[str]] = {flow.source: set(ready), flow.target: set()}
+    topics[flow.target].update(flow.remote_topic(t) for t in topics[flow.source])
+    topics[flow.target].update({PROGRESS_TOPIC, METRICS_TOPIC})
+    if flow.value("emit.checkpoints.enabled"):
+        topics[flow.target].add(flow.policy.checkpoints_topic(flow.source))
+    topics[flow.offset_syncs_cluster].add(flow.offset_syncs_topic)
+    return topics
 
 
-def _authorized(clients: ClusterClients, topics: Iterable[str]) -> dict[str, set[str] | None]:
+def denied_topics(
+    clients: ClusterClients,
+    alias: str,
+    topics: Iterable[str],
+    grants: Iterable[Grant],
+    timeout: float = _TIMEOUT_S,
+) -> list[Denied]:
+    """What cluster `alias` denies of the TOPIC `grants` on `topics`, as its brokers say.
+
+    Topics that do not exist are skipped (see the module). Raises
+    `KafkaException` when the cluster does not answer within `timeout`.
+    """
+    mine = [g for g in grants if g.cluster == alias and g.resource == "TOPIC"]
+    allowed = _authorized(clients, topics, timeout)
+    found: list[Denied] = []
+    for topic in sorted(allowed):
+        needed = [g for g in mine if g.covers("TOPIC", topic)]
+        wanted = tuple(dict.fromkeys(op for g in needed for op in g.operations))
+        have = allowed[topic]  # None: not even DESCRIBE, the topic is hidden
+        missing = tuple(op for op in wanted if have is None or op not in have)
+        if missing:
+            why = "; ".join(dict.fromkeys(g.why for g in needed))
+            found.append(Denied(alias, topic, missing, why, _principal(clients)))
+    return found
+
+
+def _authorized(
+    clients: ClusterClients, topics: Iterable[str], timeout: float
+) -> dict[str, set[str] | None]:
     """Topic -> the operations the principal may perform (None: not even DESCRIBE).
 
     Topics that do not exist, and every topic of a cluster without an
@@ -121,12 +140,12 @@ def _authorized(clients: ClusterClients, topics: Iterable[str]) -> dict[str, set
     if not names:
         return {}
     futures = clients.admin.describe_topics(
-        TopicCollection(names), include_authorized_operations=True, request_timeout=_TIMEOUT_S
+        TopicCollection(names), include_authorized_operations=True, request_timeout=timeout
     )
     answer: dict[str, set[str] | None] = {}
     for name, future in futures.items():
         try:
-            description = future.result(timeout=_TIMEOUT_S)
+            description = future.result(timeout=timeout)
         except KafkaException as exc:
             code = error_code(exc)
             if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:

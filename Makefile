@@ -98,5 +98,6 @@ lint: python
 clean:
 	-@test -x $(BIN)/mirrorline && $(BIN)/mirrorline dev down --dir .mirrorline/dev >/dev/null 2>&1
 	-@test -x $(BIN)/mirrorline && $(BIN)/mirrorline dev down --dir .mirrorline/demo >/dev/null 2>&1
-	rm -rf $(VENV) .cache .mirrorline .pytest_cache .ruff_cache .hypothesis src/*.egg-info
+	rm -rf $(VENV) .cache .mirrorline .pytest_cache .ruff_cache .hypothesis src/*.egg-info \
+	  src/mirrorline/jars build dist
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -45,7 +45,12 @@ from mirrorline.checkpoints import read_checkpoints
 from mirrorline.config import ClientSettings, MirrorConfig, load_config
 from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.kafka import ClientConfig, KafkaOperationError
-from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
+from mirrorline.policy import (
+    DefaultReplicationPolicy,
+    IdentityReplicationPolicy,
+    RenameFormatPolicy,
+    ReplicationPolicy,
+)
 
 __all__ = [
     "MirrorClient",
@@ -360,9 +365,9 @@ def count_hops(policy: ReplicationPolicy, topic: str, source_alias: str) -> int:
 def policy_of_cluster(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     """The replication policy naming topics on `cluster`: that of the flows into it.
 
-    Enabled flows count first. Under `IdentityReplicationPolicy` a flow's
-    policy knows its source; the cluster's does not, as no single source
-    explains every topic on it. Flows into the cluster with different
+    Enabled flows count first. Under `IdentityReplicationPolicy` (and
+    `topic.rename.format`) a flow's policy knows its source; the cluster's does
+    not, as no single source explains every topic on it. Flows into the cluster with different
     policies are an error: the caller must choose one.
     """
     into = [f for f in config.flows if f.target == cluster]
@@ -370,7 +375,7 @@ def policy_of_cluster(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     policies: dict[str, ReplicationPolicy] = {}
     for flow in chosen:
         policy = flow.policy
-        if isinstance(policy, IdentityReplicationPolicy):
+        if isinstance(policy, IdentityReplicationPolicy | RenameFormatPolicy):
             policy = dataclasses.replace(policy, source_cluster_alias=None)
         # Built-in policies compare by their settings (their repr); others by class.
         key = repr(policy) if dataclasses.is_dataclass(policy) else type(policy).__qualname__

@@ -24,6 +24,12 @@ Two policies are built in:
   record (origin cluster and topic) to avoid writing a record back where it
   came from. Heartbeats keep the prefixed form under both policies, so
   heartbeat loops are detected in both.
+* `RenameFormatPolicy` names remote topics with Confluent Replicator's
+  `topic.rename.format` template (`${topic}.replica`). The template names no
+  cluster, so names cannot show where a topic came from either; its records
+  carry provenance too, with the stricter rule that a record never returns to
+  a cluster it has been in, whatever the topic: with a rename in both
+  directions, `orders` on A would otherwise come back as `orders.replica.replica`.
 
 A custom policy is a subclass of `ReplicationPolicy` named by import path in
 `replication.policy.class` (`package.module:ClassName`); it receives the
@@ -44,6 +50,7 @@ __all__ = [
     "DefaultReplicationPolicy",
     "IdentityReplicationPolicy",
     "PolicyClassError",
+    "RenameFormatPolicy",
     "ReplicationPolicy",
     "is_cycle",
     "may_replicate",
@@ -51,6 +58,7 @@ __all__ = [
 ]
 
 HEARTBEATS_TOPIC = "heartbeats"
+_TOPIC_PLACEHOLDER = "${topic}"
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
 _TRUE_FALSE = {"true": True, "false": False}
 
@@ -64,6 +72,9 @@ class ReplicationPolicy(ABC):
 
     #: False for policies whose remote topic names do not show where a topic came from.
     detects_cycles_by_name: ClassVar[bool] = True
+    #: For those: True if a record may not return to a cluster it has been in under any
+    #: topic name (False: not under the name it had there).
+    provenance_by_cluster: ClassVar[bool] = False
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> Self:
@@ -242,6 +253,66 @@ class IdentityReplicationPolicy(DefaultReplicationPolicy):
         return topic.endswith(self.heartbeats_topic())
 
 
+@dataclass(frozen=True)
+class RenameFormatPolicy(DefaultReplicationPolicy):
+    """Name remote topics by a template of Confluent Replicator's `topic.rename.format`.
+
+    `${topic}` stands for the source topic: `${topic}.replica` makes `orders`
+    `orders.replica`. Heartbeats keep the prefixed form, so heartbeat loops stay
+    visible. A name matching the template came from `source_cluster_alias` when
+    the policy belongs to a flow, as under the identity policy; loops are caught
+    by provenance (see the module).
+    """
+
+    template: str = "${topic}"
+    source_cluster_alias: str | None = None
+    detects_cycles_by_name: ClassVar[bool] = False
+    provenance_by_cluster: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parts = self.template.split(_TOPIC_PLACEHOLDER)
+        if len(parts) != 2:
+            raise ValueError(f"the template must hold {_TOPIC_PLACEHOLDER} exactly once")
+        if any(p and not _TOPIC_CHARS.fullmatch(p) for p in parts):
+            raise ValueError(
+                f"around {_TOPIC_PLACEHOLDER} only characters allowed in topic names "
+                "(letters, digits, '.', '_', '-')"
+            )
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, str]) -> Self:
+        base = DefaultReplicationPolicy.from_settings(settings)
+        return cls(
+            separator=base.separator,
+            internal_topic_separator_enabled=base.internal_topic_separator_enabled,
+            template=settings.get("topic.rename.format", "").strip() or _TOPIC_PLACEHOLDER,
+            source_cluster_alias=settings.get("source.cluster.alias"),
+        )
+
+    def format_remote_topic(self, source_alias: str, topic: str) -> str:
+        if topic.endswith(self.heartbeats_topic()):
+            return super().format_remote_topic(source_alias, topic)
+        return self.template.replace(_TOPIC_PLACEHOLDER, topic)
+
+    def topic_source(self, topic: str) -> str | None:
+        if topic.endswith(self.heartbeats_topic()):
+            return super().topic_source(topic)
+        return self.source_cluster_alias if self._renamed_from(topic) else None
+
+    def upstream_topic(self, topic: str) -> str | None:
+        if topic.endswith(self.heartbeats_topic()):
+            return super().upstream_topic(topic)
+        return self._renamed_from(topic)
+
+    def _renamed_from(self, topic: str) -> str | None:
+        prefix, suffix = self.template.split(_TOPIC_PLACEHOLDER)
+        inner = len(topic) - len(prefix) - len(suffix)
+        if inner > 0 and topic.startswith(prefix) and topic.endswith(suffix):
+            return topic[len(prefix) : len(topic) - len(suffix)]
+        return None
+
+
 def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
     """True if `topic`'s name shows that it already passed through `target_alias`.
 
@@ -326,4 +397,5 @@ _BUILTIN_POLICIES: dict[str, type[ReplicationPolicy]] = {
     "org.apache.kafka.connect.mirror.IdentityReplicationPolicy": IdentityReplicationPolicy,
     "DefaultReplicationPolicy": DefaultReplicationPolicy,
     "IdentityReplicationPolicy": IdentityReplicationPolicy,
+    "RenameFormatPolicy": RenameFormatPolicy,
 }

@@ -193,6 +193,33 @@ def test_identity_bidirectional_never_loops(two_clusters, spark, tmp_path):
             assert r.headers[:2] == app_headers
 
 
+def test_rename_format_both_ways_never_loops(two_clusters, spark, tmp_path):
+    """Replicator's `topic.rename.format = ${topic}.replica` on A<->B, with nothing in the
+    topic lists to keep copies out (MM2's default exclude list has `.*\\.replica`): the
+    copies are never copied back, neither as topics nor as records."""
+    east, west = two_clusters
+    p = unique_name("rename")
+    _populate(east, f"{p}.orders", 60)
+    _populate(west, f"{p}.orders", 40)
+    config = write_config(
+        tmp_path / "c.properties",
+        [east, west],
+        "topic.rename.format = ${topic}.replica\ntopics.exclude = __.*\n"
+        "refresh.topics.interval.seconds = 2\n"
+        + _flows("east->west", "west->east", topics=f"{p}.*"),
+    )
+    with running_driver(config, spark, tmp_path / "w"):
+        _expect(
+            {
+                east: {f"{p}.orders": 60, f"{p}.orders.replica": 40},
+                west: {f"{p}.orders": 40, f"{p}.orders.replica": 60},
+            },
+            p,
+        )
+    copies = consume(west.bootstrap_servers, f"{p}.orders.replica", expected=60)
+    assert sorted(r.key for r in copies) == sorted(f"east-{i}".encode() for i in range(60))
+
+
 def test_heartbeat_topics_are_replicated(two_clusters, spark, tmp_path):
     east, west = two_clusters
     p = unique_name("hb")

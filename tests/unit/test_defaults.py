@@ -64,6 +64,7 @@ MM2_DEFAULTS = {
     "replication.policy.class": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
     "replication.policy.separator": ".",
     "replication.policy.internal.topic.separator.enabled": True,
+    "topic.rename.format": "",
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,

@@ -46,7 +46,12 @@ from mirrorline.config.settings import FLOW_SETTINGS
 from mirrorline.config.start_position import StartPosition, parse_start_position
 from mirrorline.config.values import parse_list
 from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
-from mirrorline.policy import DefaultReplicationPolicy, PolicyClassError, ReplicationPolicy
+from mirrorline.policy import (
+    DefaultReplicationPolicy,
+    PolicyClassError,
+    RenameFormatPolicy,
+    ReplicationPolicy,
+)
 from mirrorline.policy import policy_class as find_policy_class
 
 __all__ = ["load_config", "parse_config"]
@@ -353,9 +358,24 @@ class _Loader:
         target: str,
     ) -> ReplicationPolicy:
         chosen = settings["replication.policy.class"]
+        rename = settings["topic.rename.format"]
         texts = {name: s.text for name, s in {**settings, **extras}.items()}
         texts["source.cluster.alias"] = source
         texts["target.cluster.alias"] = target
+        if rename.value:
+            if not chosen.origin.is_default:
+                self._error(
+                    "topic.rename.format and replication.policy.class both choose how remote "
+                    "topics are named",
+                    rename.origin,
+                    f"keep one of them (replication.policy.class is set at {chosen.origin})",
+                )
+                return DefaultReplicationPolicy()
+            try:
+                return RenameFormatPolicy.from_settings(texts)
+            except ValueError as exc:
+                self._error(f"invalid value {rename.text!r}: {exc}", rename.origin)
+                return DefaultReplicationPolicy()
         try:
             cls = find_policy_class(chosen.value)
         except PolicyClassError as exc:

@@ -255,6 +255,13 @@ _SPECS = [
         "Whether internal topic names use the custom separator too.",
     ),
     SettingSpec(
+        "topic.rename.format",
+        "",
+        lambda t: t.strip(),
+        "Confluent Replicator's remote topic names, `${topic}.replica`: the rename "
+        "policy instead of replication.policy.class.",
+    ),
+    SettingSpec(
         "start.position",
         "earliest",
         parse_start_position,

@@ -16,7 +16,7 @@ or partition that does not exist on the target yet.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrorline.config.model import FlowConfig
+from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.engine.context import FlowContext
 from mirrorline.kafka import KafkaOperationError
 
@@ -107,13 +108,26 @@ class TopicManager:
 
     # -- loops -----------------------------------------------------------------------
 
-    def refresh(self) -> dict[str, int]:
-        """Create missing remote topics and partitions; returns `ready()`."""
+    def refresh(
+        self, announce: Callable[[Mapping[str, int]], object] | None = None
+    ) -> dict[str, int]:
+        """Create missing remote topics and partitions; returns `ready()`.
+
+        `announce` hears the topics to replicate (source topic -> partitions) before
+        any remote topic is created for them.
+        """
         source = _partition_counts(self._source)
         target = _partition_counts(self._target)
         ready: dict[str, int] = {}
         problems: dict[str, TopicProblem] = {}
-        wanted = {t: n for t, n in source.items() if self.flow.should_replicate_topic(t)}
+        returning = self._copies_from_target()
+        wanted = {
+            t: n
+            for t, n in source.items()
+            if self.flow.should_replicate_topic(t) and t not in returning
+        }
+        if announce is not None and any(self.flow.remote_topic(t) not in target for t in wanted):
+            announce(wanted)
         for topic, partitions in sorted(wanted.items()):
             remote = self.flow.remote_topic(topic)
             try:
@@ -130,6 +144,24 @@ class TopicManager:
             self._ready = ready
             self._structure_problems = problems
         return dict(ready)
+
+    def _copies_from_target(self) -> set[str]:
+        """Source topics that the reverse flow (target->source) writes, under a policy that
+        renames topics without naming clusters (`topic.rename.format`).
+
+        Their names cannot show that they came from this flow's target, and their
+        records' provenance would keep them out one by one, but the topic itself
+        would be created on the target under a longer name, whose copy would come
+        back longer still. The reverse flow's remote-topic metadata, in this flow's
+        source, names them. A topic the policy does not rename may also hold local
+        records (aggregation): only records' provenance decides for it.
+        """
+        policy = self.flow.policy
+        if not policy.provenance_by_cluster:
+            return set()
+        reverse = f"{self.flow.target}->{self.flow.source}"
+        published = read_remote_topics(self._clients[0].consumer_settings, timeout=10.0)
+        return {remote for topic, remote in published.get(reverse, {}).items() if remote != topic}
 
     def sync_configs(self) -> None:
         """Copy the selected topic configs of every ready topic to its remote topic."""

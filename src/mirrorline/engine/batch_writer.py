@@ -79,6 +79,7 @@ class WriteSpec:
                 else {
                     "source_cluster_id": self.provenance.source_cluster_id,
                     "target_cluster_id": self.provenance.target_cluster_id,
+                    "by_cluster": self.provenance.by_cluster,
                 },
                 "tolerate_refusals": self.tolerate_refusals,
                 "dead_letter_topic": self.dead_letter_topic,

@@ -419,6 +419,7 @@ class FlowRunner:
         return Provenance(
             source_cluster_id=self.topics.source_cluster_id(),
             target_cluster_id=self.topics.target_cluster_id(),
+            by_cluster=self.flow.policy.provenance_by_cluster,
         )
 
     def _set_state(self, state: str, reason: str) -> None:

@@ -138,10 +138,14 @@ class FlowLoops:
     def refresh_topics(self) -> None:
         """Find and create remote topics, then publish the flow's topic pairs.
 
-        Only after a successful refresh: before it, no topic is known and the
-        published pairs would all be removed.
+        Only after a successful look at the source: before it, no topic is known
+        and the published pairs would all be removed. The pairs of the topics about
+        to be created are published before they are, so that the reverse flow of a
+        renaming policy knows a new remote topic for a copy from the moment it
+        exists (`TopicManager.refresh`); afterwards the pairs become those of the
+        topics that are ready.
         """
-        self.topics.refresh()
+        self.topics.refresh(announce=self.remote_topics.publish)
         self.remote_topics.publish(self.topics.ready())
 
     def skip_deleted(self, partitions: Mapping[str, int]) -> None:

@@ -58,7 +58,10 @@ public final class WriteSpec implements Serializable {
     remoteTopics = strings(json.get("remote_topics"));
     JsonNode prov = json.path("provenance");
     provenance = prov.isObject()
-        ? new Provenance(prov.get("source_cluster_id").asText(), prov.get("target_cluster_id").asText())
+        ? new Provenance(
+            prov.get("source_cluster_id").asText(),
+            prov.get("target_cluster_id").asText(),
+            prov.path("by_cluster").asBoolean(false))
         : null;
     tolerateRefusals = json.path("tolerate_refusals").asBoolean(false);
     JsonNode dlq = json.path("dead_letter_topic");

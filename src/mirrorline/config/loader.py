@@ -42,7 +42,7 @@ from mirrorline.config.properties import Property, parse_properties, read_proper
 from mirrorline.config.providers import ProviderContext, resolve_placeholders
 from mirrorline.config.redact import is_secret_key, shown
 from mirrorline.config.service_settings import SERVICE_SETTINGS
-from mirrorline.config.settings import FLOW_SETTINGS
+from mirrorline.config.settings import FLOW_SETTINGS, converter_problem
 from mirrorline.config.start_position import StartPosition, parse_start_position
 from mirrorline.config.values import parse_list
 from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
@@ -197,6 +197,10 @@ class _Loader:
             self._error(placed.message, prop.origin, placed.hint)
             return
         entry = _Entry(prop.key, text, prop.origin, secret, index, placed)
+        refused = converter_problem(placed.name, text) if placed.kind == "ignored" else None
+        if refused is not None:
+            self._error(refused[0], prop.origin, refused[1])
+            return
         if placed.kind == "ignored":
             self._warn(f"ignored: {placed.note}", prop.origin)
             return

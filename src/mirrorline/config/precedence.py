@@ -70,7 +70,7 @@ from mirrorline.config.clients import client_types, is_client_setting
 from mirrorline.config.model import CLIENT_TYPES, ClientType, Side
 from mirrorline.config.service_settings import PREFIX as SERVICE_PREFIX
 from mirrorline.config.service_settings import SERVICE_SETTINGS
-from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES, ignored_reason
+from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES, ignored_reason, unsupported
 
 __all__ = ["ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
 
@@ -216,6 +216,9 @@ def _within(
         return KeyProblem("clusters takes no prefix", "write it once, as `clusters = A, B`")
     if rest.startswith("replication.policy."):
         return place("policy", rest)
+    refused = unsupported(rest)
+    if refused is not None:
+        return KeyProblem(*refused)
     reason = ignored_reason(rest)
     if reason is not None:
         return place("ignored", rest, note=reason)

@@ -44,7 +44,9 @@ __all__ = [
     "INTERVAL_LOOPS",
     "LEGACY_NAMES",
     "SettingSpec",
+    "converter_problem",
     "ignored_reason",
+    "unsupported",
 ]
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
@@ -388,6 +390,46 @@ IGNORED_PREFIXES: dict[str, str] = {
     "mm.": "a Streams Replication Manager service setting",
     "tasks.max.": _CONNECT,
 }
+
+
+_SMT = (
+    "single message transforms are not supported yet, and ignoring them would change "
+    "what lands on the target"
+)
+_SMT_FIX = (
+    "remove the transforms and predicates lines for flows Mirrorline runs, or keep "
+    "MirrorMaker 2 for the flows that need them"
+)
+
+#: Prefixes of MM2 settings that Mirrorline does not apply yet and that change what lands
+#: on the target: errors, never ignored. (what is wrong, what to do)
+UNSUPPORTED_PREFIXES: dict[str, tuple[str, str]] = {
+    "transforms": (_SMT, _SMT_FIX),
+    "predicates": (_SMT, _SMT_FIX),
+}
+
+#: The converter that copies bytes as they are: the only one whose effect Mirrorline has.
+BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
+_CONVERTERS = ("key.converter", "value.converter", "header.converter")
+
+
+def converter_problem(name: str, value: str) -> tuple[str, str] | None:
+    """(what is wrong, what to do) for an MM2 converter other than the byte-copying one."""
+    if name not in _CONVERTERS or value.strip() == BYTE_ARRAY_CONVERTER:
+        return None
+    return (
+        f"{value.strip()} would change the bytes MirrorMaker 2 copies; Mirrorline copies "
+        "keys, values and headers as they are",
+        f"remove the line or set {BYTE_ARRAY_CONVERTER}",
+    )
+
+
+def unsupported(name: str) -> tuple[str, str] | None:
+    """(what is wrong, what to do) for a setting Mirrorline must refuse, else None."""
+    for prefix, problem in UNSUPPORTED_PREFIXES.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return problem
+    return None
 
 
 def ignored_reason(name: str) -> str | None:

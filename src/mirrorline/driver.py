@@ -22,10 +22,10 @@ from pathlib import Path
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.control.heartbeats import Heartbeats, HeartbeatStatus
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.flow import FlowRunner
 from mirrorline.engine.leadership import FlowLeadership, driver_id
 from mirrorline.engine.status import FlowStatus
+from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)
 

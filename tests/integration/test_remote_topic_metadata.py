@@ -15,7 +15,7 @@ from mirrorline.control.remote_topics import (
     RemoteTopicPublisher,
     read_remote_topics,
 )
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import read_to_end
 from support.kafka_io import admin, create_topic, delete_topics, topic_names
 

@@ -6,7 +6,7 @@ import pytest
 
 from mirrorline.config.flow_settings import FlowSettings, LoopIntervals
 from mirrorline.config.loader import parse_config
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import KafkaOperationError
 
 BASE = """\

@@ -22,7 +22,7 @@ from mirrorline.cli.config_summary import Runtime
 from mirrorline.config import ConfigError
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import ControlStore
-from mirrorline.engine.context import side_clients
+from mirrorline.flow_context import side_clients
 from mirrorline.kafka import KafkaOperationError
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import ControlStore
-from mirrorline.engine.context import side_clients
+from mirrorline.flow_context import side_clients
 from mirrorline.kafka import ClusterClients, KafkaOperationError
 
 EXIT_FAILED = 1

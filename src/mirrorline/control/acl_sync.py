@@ -46,7 +46,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrorline.config.model import FlowConfig
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.formats import json_record
 from mirrorline.internal_topic import COMPACTED, InternalTopic
 from mirrorline.kafka import enum_name, error_code

@@ -44,7 +44,7 @@ from mirrorline.checkpoints import CheckpointKey, read_checkpoints
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.formats import Checkpoint
 from mirrorline.group_offsets import (
     ActiveGroupError,

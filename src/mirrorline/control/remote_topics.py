@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, Message
 
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.formats import json_record
 from mirrorline.internal_topic import InternalTopic
 from mirrorline.kafka import KafkaOperationError, read_to_end

@@ -34,7 +34,7 @@ from confluent_kafka.admin import (
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.remote_topics import read_remote_topics
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import KafkaOperationError
 
 # Short enough that an unreachable cluster delays only this flow's loop, briefly.

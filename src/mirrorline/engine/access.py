@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
 from mirrorline.config.model import FlowConfig
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import PROGRESS_TOPIC
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClusterClients, enum_name, error_code
 from mirrorline.permissions import Grant, required_grants
 from mirrorline.raw_metrics import METRICS_TOPIC

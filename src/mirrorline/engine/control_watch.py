@@ -19,7 +19,7 @@ import threading
 from confluent_kafka import Consumer, TopicPartition
 
 from mirrorline.control.flow_control import CONTROL_TOPIC, ControlFold, ControlStore, FlowControl
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)
 

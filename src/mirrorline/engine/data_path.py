@@ -55,12 +55,12 @@ from mirrorline.engine.batch_writer import (
     cancel_batch,
     write_batch,
 )
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import PROGRESS_TOPIC
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.real_time import RealTimeResults, start_real_time
 from mirrorline.engine.status import summarise
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
+from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)
 

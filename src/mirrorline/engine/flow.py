@@ -39,7 +39,6 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.engine.batch_commit import BatchCommitter
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.data_path import DataPath
 from mirrorline.engine.flow_metrics import MetricsReporter
 from mirrorline.engine.gaps import GapFinder, GapLedger
@@ -53,6 +52,7 @@ from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.start_offsets import resolve_start, spark_offsets, without_progress
 from mirrorline.engine.status import FlowStatus, summarise, with_outages
 from mirrorline.engine.takeover import take_over
+from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)
 

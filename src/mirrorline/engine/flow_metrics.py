@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from confluent_kafka import KafkaError, Producer
 
 from mirrorline.engine.batch_writer import PartitionResult
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import SourcePartition
 from mirrorline.engine.status import FlowStatus
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ensure_topic, partition_offsets
 from mirrorline.raw_metrics import (
     METRICS_TOPIC,

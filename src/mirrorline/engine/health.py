@@ -35,7 +35,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.engine.context import FlowContext
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClientConfig
 from mirrorline.permissions import probe_topic
 

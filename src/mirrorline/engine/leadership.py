@@ -41,8 +41,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.health import ClusterProbe
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClusterClients, KafkaOperationError, ensure_topic
 
 log = logging.getLogger(__name__)

@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mirrorline.control.flow_control import ControlStore, FlowControl, State
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.control_watch import ControlWatch
 from mirrorline.engine.progress import ProgressStore
+from mirrorline.flow_context import FlowContext
 
 REASONS: dict[State, str] = {
     "paused": "paused by an operator (`mirrorline resume` continues)",

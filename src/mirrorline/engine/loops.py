@@ -23,10 +23,10 @@ from mirrorline.control.remote_topics import RemoteTopicPublisher
 from mirrorline.control.topics import TopicManager
 from mirrorline.engine.access import AccessCheck, MissingPermissions
 from mirrorline.engine.batch_commit import BatchCommitter
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.data_path import DataPath
 from mirrorline.engine.gaps import GapFinder
 from mirrorline.engine.schedule import Scheduler
+from mirrorline.flow_context import FlowContext
 
 TOPICS, QUERY, CHECKPOINTS = "topics", "query", "checkpoints"
 # How often idle partitions are checked for records deleted before they were read.

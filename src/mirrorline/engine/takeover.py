@@ -24,9 +24,9 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.bookkeeping import Commit
-from mirrorline.engine.context import FlowContext
 from mirrorline.engine.progress import ProgressStore
 from mirrorline.engine.sync_points import sync_points_of_runs
+from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ensure_topic
 
 log = logging.getLogger(__name__)

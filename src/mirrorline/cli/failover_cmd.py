@@ -31,9 +31,10 @@ from mirrorline.failover.context import (
     EXIT_USAGE,
     FailoverContext,
     FailoverError,
+    Options,
 )
 from mirrorline.failover.failback import FailbackOptions, reverse_state_path, run_failback
-from mirrorline.failover.planned import Options, run_planned
+from mirrorline.failover.planned import run_planned
 from mirrorline.failover.state import StateFileError, default_state_path
 from mirrorline.failover.unplanned import run_unplanned
 from mirrorline.kafka import KafkaOperationError

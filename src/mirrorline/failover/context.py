@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from mirrorline.checkpoints import CheckpointKey, read_checkpoints
@@ -32,6 +34,16 @@ from mirrorline.service.replications import Replication
 
 EXIT_FAILED = 1  # a check failed or a cluster refused
 EXIT_USAGE = 2  # a mistake in the command line, the configuration or the state file
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a planned failover runs: its state file, and what the operator allowed."""
+
+    state_path: Path
+    dry_run: bool = False
+    force: bool = False
+    timeout: float = 300.0  # for each wait: lag 0, stopped, checkpoints
 
 
 class FailoverError(Exception):

@@ -45,10 +45,11 @@ from mirrorline.failover.context import (
     EXIT_USAGE,
     FailoverContext,
     FailoverError,
+    Options,
     Reporter,
 )
 from mirrorline.failover.delta import DeltaCheck, check_delta
-from mirrorline.failover.planned import Options, run_planned
+from mirrorline.failover.planned import run_planned
 from mirrorline.failover.state import (
     FailbackRecord,
     FailoverState,

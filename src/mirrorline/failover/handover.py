@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from mirrorline.cluster_access import ClusterAccess
 from mirrorline.config.model import FlowConfig
@@ -26,7 +25,13 @@ from mirrorline.control.checkpointing import INTERNAL_GROUP_PREFIX
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.control.translation import Translation, TranslationStore
-from mirrorline.failover.context import EXIT_FAILED, FailoverContext, FailoverError, Reporter
+from mirrorline.failover.context import (
+    EXIT_FAILED,
+    FailoverContext,
+    FailoverError,
+    Options,
+    Reporter,
+)
 from mirrorline.failover.groups import (
     Fallback,
     GroupOutcome,
@@ -37,9 +42,6 @@ from mirrorline.failover.groups import (
 from mirrorline.failover.state import FailoverState
 from mirrorline.failover.steps import POLL_S
 from mirrorline.kafka import KafkaOperationError
-
-if TYPE_CHECKING:
-    from mirrorline.failover.planned import Options
 
 Partition = tuple[str, int]
 

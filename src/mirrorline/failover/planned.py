@@ -25,12 +25,16 @@ the steps would do; it changes nothing and writes no state.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mirrorline.config.model import FlowConfig
-from mirrorline.failover.context import EXIT_FAILED, FailoverContext, FailoverError, Reporter
+from mirrorline.failover.context import (
+    EXIT_FAILED,
+    FailoverContext,
+    FailoverError,
+    Options,
+    Reporter,
+)
 from mirrorline.failover.handover import checkpointed_groups, move_groups
 from mirrorline.failover.lag import FlowLag
 from mirrorline.failover.preflight import FlowFacts, evaluate
@@ -54,14 +58,6 @@ from mirrorline.failover.steps import (
 )
 
 Partition = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class Options:
-    state_path: Path
-    dry_run: bool = False
-    force: bool = False
-    timeout: float = 300.0  # for each wait: lag 0, stopped, checkpoints
 
 
 def run_planned(ctx: FailoverContext, options: Options, reporter: Reporter) -> dict[str, Any]:

@@ -26,12 +26,17 @@ from typing import Any
 
 from mirrorline.checkpoints import CheckpointKey
 from mirrorline.config.model import FlowConfig
-from mirrorline.failover.context import EXIT_FAILED, FailoverContext, FailoverError, Reporter
+from mirrorline.failover.context import (
+    EXIT_FAILED,
+    FailoverContext,
+    FailoverError,
+    Options,
+    Reporter,
+)
 from mirrorline.failover.groups import GroupOutcome, latest_checkpoints, move_group
 from mirrorline.failover.handover import checkpointed_groups
 from mirrorline.failover.lag import lag_of
 from mirrorline.failover.loss import loss_window
-from mirrorline.failover.planned import Options
 from mirrorline.failover.state import GROUPS, RECORDED, STEPS, STOPPED, FailoverState, now_ms
 from mirrorline.failover.steps import (
     next_steps,

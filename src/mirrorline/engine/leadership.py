@@ -355,7 +355,11 @@ class FlowLeadership:
         self._set_problem(error.str())
 
     def _lose(self, why: str) -> None:
-        if self._term.end():
+        if not self._term.end():
+            return
+        if self._stop.is_set():  # this driver leaves the group: its own stop, not news
+            log.info("flow %s: leadership released; this driver stops", self.flow_name)
+        else:
             log.warning("flow %s: %s; this driver stops replicating it", self.flow_name, why)
 
     def _set_problem(self, problem: str) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 
-from mirrorline.config.clients import JAVA_CLIENT_SETTINGS, client_types, translate
+from mirrorline.config.client_translation import translate
+from mirrorline.config.clients import JAVA_CLIENT_SETTINGS, client_types
 from mirrorline.config.errors import ConfigIssue
 from mirrorline.config.librdkafka import (
     LIBRDKAFKA_CONSUMER,

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from mirrorline.certificates import CertificateAuthority, KeyPair
-from mirrorline.config.clients import translate
+from mirrorline.config.client_translation import translate
 from mirrorline.config.errors import ConfigError, ConfigIssue
 from mirrorline.config.loader import load_config
 from mirrorline.config.model import Setting

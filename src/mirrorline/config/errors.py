@@ -3,19 +3,20 @@
 A user who runs `mirrorline config check` wants the whole list of mistakes in
 one go, each with what is wrong, where (key and `file:line`) and what to do.
 So validation code never raises on the first problem: it collects
-`ConfigIssue` values and raises one `ConfigError` at the end. Warnings use the
-same type and travel on the loaded configuration instead.
+`ConfigIssue` values (in an `IssueLog` while a file loads) and raises one
+`ConfigError` at the end. Warnings use the same type and travel on the loaded
+configuration instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mirrorline.config.origin import Origin
 
-__all__ = ["ConfigError", "ConfigIssue", "Severity", "unique_issues"]
+__all__ = ["ConfigError", "ConfigIssue", "IssueLog", "Severity", "unique_issues"]
 
 Severity = Literal["error", "warning"]
 
@@ -67,6 +68,22 @@ class ConfigIssue:
             "message": self.message,
             "hint": self.hint,
         }
+
+
+@dataclass
+class IssueLog:
+    """The errors and warnings found so far while a file loads, in the order found."""
+
+    errors: list[ConfigIssue] = field(default_factory=list)
+    warnings: list[ConfigIssue] = field(default_factory=list)
+
+    def error(self, message: str, origin: Origin, hint: str | None = None) -> None:
+        """Note a problem that makes the configuration unusable."""
+        self.errors.append(ConfigIssue(message, origin, hint))
+
+    def warn(self, message: str, origin: Origin, hint: str | None = None) -> None:
+        """Note a problem the configuration loads with; it travels on the result."""
+        self.warnings.append(ConfigIssue(message, origin, hint, severity="warning"))
 
 
 class ConfigError(Exception):

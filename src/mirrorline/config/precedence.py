@@ -70,7 +70,8 @@ from mirrorline.config.clients import client_types, is_client_setting
 from mirrorline.config.model import CLIENT_TYPES, ClientType, Side
 from mirrorline.config.service_settings import PREFIX as SERVICE_PREFIX
 from mirrorline.config.service_settings import SERVICE_SETTINGS
-from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES, ignored_reason, unsupported
+from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES
+from mirrorline.config.unapplied import ignored_reason, unsupported
 
 __all__ = ["ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
 

@@ -35,6 +35,7 @@ from mirrorline.doctor import Finding
 from mirrorline.engine.access import Denied, denied_topics, flow_topics
 from mirrorline.kafka import enum_name
 from mirrorline.permissions import Grant, heartbeat_grants, merged, required_grants
+from mirrorline.text import counted
 
 __all__ = ["Cause", "acl_problems", "cause_of", "check_clusters", "connection_problem"]
 
@@ -211,7 +212,7 @@ def _connect(use: _Use, access: ClusterAccess) -> Finding:
         problem = connection_problem(use.alias, access.servers, use.admin, report, access.timeout)
         return replace(problem, check=f"cluster {use.label}")
     who = f" as {use.principal}" if use.principal else ""
-    detail = f"{access.servers} answers{who} ({_count(len(use.topics), 'topic')} visible)"
+    detail = f"{access.servers} answers{who} ({counted(len(use.topics), 'topic')} visible)"
     return Finding(f"cluster {use.label}", True, detail)
 
 
@@ -291,7 +292,7 @@ def _acls(
             problems.append(_acl_problem(use.label, lacking, use.principal, ()))
     if problems:
         return problems
-    asked = _count(len(topics), "topic") + (" and the cluster" if cluster is not None else "")
+    asked = counted(len(topics), "topic") + (" and the cluster" if cluster is not None else "")
     detail = f"nothing denied on {asked} (groups and transactional ids cannot be asked)"
     return [Finding(check, True, detail)]
 
@@ -319,7 +320,3 @@ def _cluster_operations(
     ).result(timeout=timeout)
     # Without DESCRIBE on the cluster the brokers tell nothing: nothing is allowed.
     return {enum_name(op) for op in answer.authorized_operations or ()}
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

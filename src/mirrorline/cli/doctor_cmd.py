@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from mirrorline.config import ConfigError, load_config
 from mirrorline.doctor import Finding, check_host, exit_code
+from mirrorline.text import counted
 
 err = Console(stderr=True)
 
@@ -88,8 +89,8 @@ def summary(findings: Sequence[Finding]) -> str:
     """`N problems`, or `all good`; warnings counted apart."""
     errors = sum(f.fails for f in findings)
     warnings = sum(not f.ok and f.severity == "warning" for f in findings)
-    note = f" ({_count(warnings, 'warning')})" if warnings else ""
-    return (_count(errors, "problem") if errors else "all good") + note
+    note = f" ({counted(warnings, 'warning')})" if warnings else ""
+    return (counted(errors, "problem") if errors else "all good") + note
 
 
 def document(findings: Sequence[Finding]) -> dict[str, Any]:
@@ -102,7 +103,3 @@ def document(findings: Sequence[Finding]) -> dict[str, Any]:
             entry = {"check": f.check, "ok": False, "problem": f.detail, "fix": f.fix}
             checks.append({**entry, "severity": f.severity})
     return {"ok": exit_code(findings) == 0, "checks": checks}
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -45,12 +45,7 @@ from mirrorline.checkpoints import read_checkpoints
 from mirrorline.config import ClientSettings, MirrorConfig, load_config
 from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.kafka import ClientConfig, KafkaOperationError
-from mirrorline.policy import (
-    DefaultReplicationPolicy,
-    IdentityReplicationPolicy,
-    RenameFormatPolicy,
-    ReplicationPolicy,
-)
+from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 
 __all__ = [
     "MirrorClient",
@@ -375,7 +370,7 @@ def policy_of_cluster(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     policies: dict[str, ReplicationPolicy] = {}
     for flow in chosen:
         policy = flow.policy
-        if isinstance(policy, IdentityReplicationPolicy | RenameFormatPolicy):
+        if isinstance(policy, IdentityReplicationPolicy):  # topic.rename.format's too
             policy = dataclasses.replace(policy, source_cluster_alias=None)
         # Built-in policies compare by their settings (their repr); others by class.
         key = repr(policy) if dataclasses.is_dataclass(policy) else type(policy).__qualname__

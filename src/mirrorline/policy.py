@@ -43,7 +43,7 @@ import inspect
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Self
 
 __all__ = [
@@ -254,19 +254,17 @@ class IdentityReplicationPolicy(DefaultReplicationPolicy):
 
 
 @dataclass(frozen=True)
-class RenameFormatPolicy(DefaultReplicationPolicy):
+class RenameFormatPolicy(IdentityReplicationPolicy):
     """Name remote topics by a template of Confluent Replicator's `topic.rename.format`.
 
     `${topic}` stands for the source topic: `${topic}.replica` makes `orders`
-    `orders.replica`. Heartbeats keep the prefixed form, so heartbeat loops stay
-    visible. A name matching the template came from `source_cluster_alias` when
-    the policy belongs to a flow, as under the identity policy; loops are caught
-    by provenance (see the module).
+    `orders.replica`. As under the identity policy, whose rules it shares,
+    heartbeats keep the prefixed form (their loops stay visible) and a name
+    matching the template came from `source_cluster_alias` when the policy
+    belongs to a flow; loops are caught by provenance (see the module).
     """
 
     template: str = "${topic}"
-    source_cluster_alias: str | None = None
-    detects_cycles_by_name: ClassVar[bool] = False
     provenance_by_cluster: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -282,26 +280,21 @@ class RenameFormatPolicy(DefaultReplicationPolicy):
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, str]) -> Self:
-        base = DefaultReplicationPolicy.from_settings(settings)
-        return cls(
-            separator=base.separator,
-            internal_topic_separator_enabled=base.internal_topic_separator_enabled,
-            template=settings.get("topic.rename.format", "").strip() or _TOPIC_PLACEHOLDER,
-            source_cluster_alias=settings.get("source.cluster.alias"),
-        )
+        template = settings.get("topic.rename.format", "").strip() or _TOPIC_PLACEHOLDER
+        return replace(super().from_settings(settings), template=template)
 
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
-        if topic.endswith(self.heartbeats_topic()):
+        if self._looks_like_heartbeats(topic):
             return super().format_remote_topic(source_alias, topic)
         return self.template.replace(_TOPIC_PLACEHOLDER, topic)
 
     def topic_source(self, topic: str) -> str | None:
-        if topic.endswith(self.heartbeats_topic()):
+        if self._looks_like_heartbeats(topic) or self._renamed_from(topic) is not None:
             return super().topic_source(topic)
-        return self.source_cluster_alias if self._renamed_from(topic) else None
+        return None
 
     def upstream_topic(self, topic: str) -> str | None:
-        if topic.endswith(self.heartbeats_topic()):
+        if self._looks_like_heartbeats(topic):
             return super().upstream_topic(topic)
         return self._renamed_from(topic)
 

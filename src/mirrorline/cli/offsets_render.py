@@ -25,7 +25,8 @@ from rich.table import Table
 from rich.text import Text
 
 from mirrorline.cli.failover_render import console
-from mirrorline.operations.offsets import ApplyOutcome, OffsetsFailure, counted
+from mirrorline.operations.offsets import ApplyOutcome, OffsetsFailure
+from mirrorline.text import counted
 
 
 def render_outcome(outcome: ApplyOutcome, document: dict[str, Any]) -> None:

@@ -28,14 +28,17 @@ def _stale() -> bool:
 
 class BuildWithWriter(build_py):
     def run(self) -> None:
-        if not getattr(self, "editable_mode", False) and WRITER_SOURCES.is_dir() and _stale():
+        if getattr(self, "editable_mode", False):  # `make jvm` builds the jar in place
+            super().run()
+            return
+        if WRITER_SOURCES.is_dir() and _stale():
             subprocess.run(
                 ["mvn", "--batch-mode", "--quiet", "-s", "jvm/settings.xml", "-f", "jvm/pom.xml",
                  "-pl", "writer", "-DskipTests", "package"],
                 cwd=ROOT,
                 check=True,
             )
-        if not getattr(self, "editable_mode", False) and not WRITER_JAR.is_file():
+        if not WRITER_JAR.is_file():
             raise SystemExit(f"the writer jar {WRITER_JAR} is missing and jvm/writer is not here")
         super().run()
 

@@ -72,23 +72,13 @@ def jars(jar_set: str, progress: Callable[[str], None] | None = None) -> list[Pa
 
     if jar_set in jar_fetch.JAR_SETS:
         return jar_fetch.ensure(jar_set, jar_cache_dir(), progress)
-    found = present_jars(jar_set)
+    found = sorted((jar_cache_dir() / jar_set).glob("*.jar"))
     if not found:
         raise JvmSetupError(
             f"no jars in {jar_cache_dir() / jar_set}: run `make jvm` in a source checkout "
             f"(or point {JVM_LIB_ENV} at a cache holding {jar_set}/)"
         )
     return found
-
-
-def present_jars(jar_set: str) -> list[Path]:
-    """The jars of one set now in the cache (the writer: in the package); never fetches."""
-    if jar_set == WRITER_SET:
-        try:
-            return [writer_jar()]
-        except JvmSetupError:
-            return []
-    return sorted((jar_cache_dir() / jar_set).glob("*.jar"))
 
 
 def classpath(jar_set: str, progress: Callable[[str], None] | None = None) -> str:

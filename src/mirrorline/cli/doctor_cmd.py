@@ -19,11 +19,11 @@ from rich.markup import escape
 
 from mirrorline.config import ConfigError, load_config
 from mirrorline.doctor import Finding, check_host, exit_code
+from mirrorline.operations.failure import EXIT_USAGE
 from mirrorline.text import counted
 
 err = Console(stderr=True)
 
-EXIT_INVALID = 2
 DEFAULT_TIMEOUT_S = 10.0
 
 _TAGS = {"ok": ("ok  ", "green"), "error": ("FAIL", "red"), "warning": ("warn", "yellow")}
@@ -57,7 +57,7 @@ def doctor(
     except ConfigError as exc:  # also a flow's client settings that do not translate
         message = f"[red]{escape(str(config))}:[/red] {escape(str(exc))}"
         err.print(message, highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_INVALID) from None
+        raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         typer.echo(json.dumps(document(findings), indent=2))
     else:

@@ -23,12 +23,12 @@ import typer
 from rich.text import Text
 
 from mirrorline.cli.failover_render import RichReporter, console, render
-from mirrorline.cli.flow_args import alias_problem
+from mirrorline.cli.flow_args import (
+    alias_problem,
+)
 from mirrorline.cluster_access import Unreachable
 from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.failover.context import (
-    EXIT_FAILED,
-    EXIT_USAGE,
     FailoverContext,
     FailoverError,
     Options,
@@ -38,6 +38,7 @@ from mirrorline.failover.planned import run_planned
 from mirrorline.failover.state import StateFileError, default_state_path
 from mirrorline.failover.unplanned import run_unplanned
 from mirrorline.kafka import KafkaOperationError
+from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE
 
 UNPLANNED_SOURCE_TIMEOUT_S = 5.0
 

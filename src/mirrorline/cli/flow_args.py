@@ -28,9 +28,7 @@ from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.flow_context import side_clients
 from mirrorline.kafka import ClusterClients, KafkaOperationError
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 
 ConfigOption = Annotated[
     Path, typer.Option("--config", "-c", help="MM2-format properties file naming the clusters.")
@@ -41,14 +39,6 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON documen
 TimeoutOption = Annotated[
     float, typer.Option("--timeout", min=1, help="Seconds to wait for the clusters and drivers.")
 ]
-
-
-class Failure(Exception):
-    """Why a command stops: a message and its exit code."""
-
-    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)

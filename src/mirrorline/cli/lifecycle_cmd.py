@@ -26,7 +26,6 @@ from rich.console import Console
 
 from mirrorline.cli.flow_args import (
     ConfigOption,
-    Failure,
     FlowTarget,
     JsonOption,
     SourceOption,
@@ -38,6 +37,7 @@ from mirrorline.cli.flow_args import (
     say,
 )
 from mirrorline.control.flow_control import State
+from mirrorline.operations.failure import Failure
 from mirrorline.operations.flow_reports import FlowReports
 from mirrorline.service.replications import Replication
 

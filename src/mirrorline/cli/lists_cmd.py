@@ -18,9 +18,7 @@ from typing import Annotated
 import typer
 
 from mirrorline.cli.flow_args import (
-    EXIT_USAGE,
     ConfigOption,
-    Failure,
     FlowTarget,
     JsonOption,
     SourceOption,
@@ -33,6 +31,7 @@ from mirrorline.cli.flow_args import (
 )
 from mirrorline.control.flow_control import LISTS, FlowControl, ListName
 from mirrorline.filters import FilterPatternError, NameFilter
+from mirrorline.operations.failure import EXIT_USAGE, Failure
 
 AddOption = Annotated[
     list[str] | None,

@@ -27,15 +27,15 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from mirrorline.cli.flow_args import alias_problem
+from mirrorline.cli.flow_args import (
+    alias_problem,
+)
 from mirrorline.cli.offsets_render import render_outcome, report_export, report_failure
 from mirrorline.cluster_access import ClusterAccess, Unreachable
 from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.offset_files import OffsetsFileError, read_offsets_file, to_csv, to_json
+from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 from mirrorline.operations.offsets import (
-    EXIT_FAILED,
-    EXIT_USAGE,
-    OffsetsFailure,
     apply_offsets,
     checkpointed_offsets,
     outcome_document,
@@ -110,8 +110,8 @@ def export(
         else:
             _write(output, text)
     except Unreachable as exc:
-        _fail(OffsetsFailure(str(exc), EXIT_FAILED), as_json=False)
-    except OffsetsFailure as failure:
+        _fail(Failure(str(exc), EXIT_FAILED), as_json=False)
+    except Failure as failure:
         _fail(failure, as_json=False)
     report_export(len(offsets), group, source, target, output)
 
@@ -185,15 +185,13 @@ def apply(
             try:
                 offsets = read_offsets_file(from_file, group=group, target=target)
             except OffsetsFileError as exc:
-                raise OffsetsFailure(
-                    f"{from_file} cannot be applied", EXIT_USAGE, exc.problems
-                ) from None
+                raise Failure(f"{from_file} cannot be applied", EXIT_USAGE, exc.problems) from None
         elif source is not None:
             offsets = checkpointed_offsets(loaded, source, cluster, group)
         outcome = apply_offsets(cluster, group, offsets, dry_run, allow_backwards)
     except Unreachable as exc:
-        _fail(OffsetsFailure(str(exc), EXIT_FAILED), as_json)
-    except OffsetsFailure as failure:
+        _fail(Failure(str(exc), EXIT_FAILED), as_json)
+    except Failure as failure:
         _fail(failure, as_json)
     document = outcome_document(outcome, source, from_file)
     if as_json:
@@ -208,13 +206,13 @@ def _check_one_source(source: str | None, from_file: Path | None) -> None:
     """Exactly one of --source and --from-file: a usage error (exit code 2) otherwise."""
     usage = f"usage: mirrorline offsets apply {_APPLY_USAGE}"
     if source is None and from_file is None:
-        raise OffsetsFailure(
+        raise Failure(
             "one of --source SOURCE (the flow's checkpoints) or --from-file PATH is required",
             EXIT_USAGE,
             (usage,),
         )
     if source is not None and from_file is not None:
-        raise OffsetsFailure(
+        raise Failure(
             "--source and --from-file cannot be used together: give one of them",
             EXIT_USAGE,
             (usage,),
@@ -228,7 +226,7 @@ def _target(loaded: MirrorConfig, target: str, source: str | None, timeout: floa
     """`target` with the flow's target clients when a flow is named, else the cluster's."""
     problem = alias_problem(loaded, (target, "--target"), (source, "--source"))
     if problem is not None:
-        raise OffsetsFailure(problem, EXIT_USAGE)
+        raise Failure(problem, EXIT_USAGE)
     try:
         if source is not None:
             flow = loaded.flow(source, target)
@@ -239,7 +237,7 @@ def _target(loaded: MirrorConfig, target: str, source: str | None, timeout: floa
             admin = cluster.client_settings("admin")
             consumer = cluster.client_settings("consumer")
     except ConfigError as exc:
-        raise OffsetsFailure(f"{loaded.file}: {exc}", EXIT_USAGE) from None
+        raise Failure(f"{loaded.file}: {exc}", EXIT_USAGE) from None
     return ClusterAccess(target, admin=admin, consumer=consumer, timeout=timeout)
 
 
@@ -247,16 +245,16 @@ def _load(path: Path) -> MirrorConfig:
     try:
         return load_config(path)
     except ConfigError as exc:
-        raise OffsetsFailure(f"{path}: {exc}", EXIT_USAGE) from None
+        raise Failure(f"{path}: {exc}", EXIT_USAGE) from None
 
 
 def _write(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise OffsetsFailure(f"cannot write {path}: {exc.strerror}", EXIT_USAGE) from None
+        raise Failure(f"cannot write {path}: {exc.strerror}", EXIT_USAGE) from None
 
 
-def _fail(failure: OffsetsFailure, as_json: bool) -> NoReturn:
+def _fail(failure: Failure, as_json: bool) -> NoReturn:
     report_failure(failure, as_json)
     raise typer.Exit(failure.code) from None

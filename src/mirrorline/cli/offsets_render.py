@@ -25,7 +25,10 @@ from rich.table import Table
 from rich.text import Text
 
 from mirrorline.cli.failover_render import console
-from mirrorline.operations.offsets import ApplyOutcome, OffsetsFailure
+from mirrorline.operations.failure import Failure
+from mirrorline.operations.offsets import (
+    ApplyOutcome,
+)
 from mirrorline.text import counted
 
 
@@ -87,7 +90,7 @@ def report_export(count: int, group: str, source: str, target: str, output: Path
     )
 
 
-def report_failure(failure: OffsetsFailure, as_json: bool) -> None:
+def report_failure(failure: Failure, as_json: bool) -> None:
     """Why the command stopped, and each problem on a line of its own."""
     if as_json:
         document = {"ok": False, "error": str(failure), "problems": list(failure.details)}

@@ -24,9 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mirrorline.cli.flow_args import (
-    EXIT_USAGE,
     ConfigOption,
-    Failure,
     FlowTarget,
     JsonOption,
     SourceOption,
@@ -39,6 +37,7 @@ from mirrorline.cli.flow_args import (
 )
 from mirrorline.config.start_position import StartPosition, parse_start_position
 from mirrorline.engine.progress import SourcePartition
+from mirrorline.operations.failure import EXIT_USAGE, Failure
 from mirrorline.operations.positions import read_positions, replicated_partitions, resolve
 
 positions_app = typer.Typer(

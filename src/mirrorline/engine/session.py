@@ -117,6 +117,7 @@ def build_spark_session(
     then `MIRRORLINE_SPARK_MASTER`, then `local[*]`. `log_json`: the driver's JVM logs
     one JSON object per line, as `mirrorline --log-format json` does.
     """
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     jvm.java_executable()  # a clear error now beats a JVM launch failure later
@@ -143,29 +144,26 @@ def build_spark_session(
     settings["spark.jars"] = ",".join(jars)
     settings.update(conf)
 
-    builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    _launch_jvm_in_own_session(app_name, master, settings)
-    session = builder.getOrCreate()
+    spark_conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
+    spark_conf.setAll(list(settings.items()))
+    _launch_jvm_in_own_session(spark_conf)
+    session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel(log_level)
     return session
 
 
-def _launch_jvm_in_own_session(app_name: str, master: str, settings: Mapping[str, str]) -> None:
+def _launch_jvm_in_own_session(conf) -> None:
     """Start Spark's JVM as PySpark would, but as the leader of a new session (see the module).
 
     Settings that shape the JVM itself (memory, Java options, jars) must be given at
-    its launch, so the JVM gets every setting then, as `getOrCreate` would pass them.
+    its launch, so the JVM gets `conf` whole, the settings the session is built with.
     """
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:  # a JVM runs already (tests, a second session)
         return
     global _launching_jvm
-    conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
-    conf.setAll(list(settings.items()))
     _launching_jvm = True
     try:
         gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})

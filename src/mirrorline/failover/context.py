@@ -29,11 +29,9 @@ from mirrorline.control.flow_control import ControlStore, FlowControl, PositionR
 from mirrorline.failover.lag import FlowPositions
 from mirrorline.formats import Checkpoint
 from mirrorline.kafka import KafkaOperationError
+from mirrorline.operations.failure import EXIT_FAILED, Failure
 from mirrorline.operations.flow_reports import FlowReports
 from mirrorline.service.replications import Replication
-
-EXIT_FAILED = 1  # a check failed or a cluster refused
-EXIT_USAGE = 2  # a mistake in the command line, the configuration or the state file
 
 
 @dataclass(frozen=True)
@@ -46,8 +44,8 @@ class Options:
     timeout: float = 300.0  # for each wait: lag 0, stopped, checkpoints
 
 
-class FailoverError(Exception):
-    """Why a failover or failback stops: a message, an exit code and one line per problem."""
+class FailoverError(Failure):
+    """Why a failover or failback stops, with what it found and did before (`report`)."""
 
     def __init__(
         self,
@@ -57,9 +55,7 @@ class FailoverError(Exception):
         *,
         report: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.details = tuple(details)
+        super().__init__(message, code, details)
         self.report = report  # what was found and done before it stopped, for --json
 
 

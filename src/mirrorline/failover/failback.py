@@ -41,8 +41,6 @@ from typing import Any
 
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.failover.context import (
-    EXIT_FAILED,
-    EXIT_USAGE,
     FailoverContext,
     FailoverError,
     Options,
@@ -59,6 +57,7 @@ from mirrorline.failover.state import (
     save_state,
     state_file_name,
 )
+from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE
 
 Partition = tuple[str, int]
 

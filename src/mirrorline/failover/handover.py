@@ -26,7 +26,6 @@ from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.control.translation import Translation, TranslationStore
 from mirrorline.failover.context import (
-    EXIT_FAILED,
     FailoverContext,
     FailoverError,
     Options,
@@ -42,6 +41,7 @@ from mirrorline.failover.groups import (
 from mirrorline.failover.state import FailoverState
 from mirrorline.failover.steps import POLL_S
 from mirrorline.kafka import KafkaOperationError
+from mirrorline.operations.failure import EXIT_FAILED
 
 Partition = tuple[str, int]
 

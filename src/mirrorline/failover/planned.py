@@ -29,7 +29,6 @@ from typing import Any
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.failover.context import (
-    EXIT_FAILED,
     FailoverContext,
     FailoverError,
     Options,
@@ -56,6 +55,7 @@ from mirrorline.failover.steps import (
     state_to_continue,
     stop_flow,
 )
+from mirrorline.operations.failure import EXIT_FAILED
 
 Partition = tuple[str, int]
 

@@ -26,8 +26,6 @@ from typing import Any
 
 from mirrorline.cluster_access import Unreachable
 from mirrorline.failover.context import (
-    EXIT_FAILED,
-    EXIT_USAGE,
     FailoverContext,
     FailoverError,
     Reporter,
@@ -42,6 +40,7 @@ from mirrorline.failover.state import (
     load_state,
     save_state,
 )
+from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE
 
 # How often a wait asks again (status, lag, checkpoints, control records).
 POLL_S = 0.5

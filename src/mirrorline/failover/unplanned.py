@@ -27,7 +27,6 @@ from typing import Any
 from mirrorline.checkpoints import CheckpointKey
 from mirrorline.config.model import FlowConfig
 from mirrorline.failover.context import (
-    EXIT_FAILED,
     FailoverContext,
     FailoverError,
     Options,
@@ -47,6 +46,7 @@ from mirrorline.failover.steps import (
     state_to_continue,
     stop_flow,
 )
+from mirrorline.operations.failure import EXIT_FAILED
 
 # A driver that still runs the flow says "stopped" within seconds; one that does not
 # run is not waited for long.

@@ -17,7 +17,7 @@ and done, partition by partition, as `offsets apply --json` prints it.
 
 Everything that asks the clusters is here; the command (`cli.offsets_cmd`)
 only reads its arguments and shows the outcome (`cli.offsets_render`). A
-refusal is an `OffsetsFailure` carrying the command's exit code and one line
+refusal is an `Failure` carrying the command's exit code and one line
 per problem, as `FailoverError` does for the failover procedures.
 """
 
@@ -38,19 +38,8 @@ from mirrorline.group_offsets import (
 )
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.offset_files import GroupOffset
+from mirrorline.operations.failure import EXIT_FAILED, Failure
 from mirrorline.text import counted
-
-EXIT_FAILED = 1  # the clusters or the group did not allow it
-EXIT_USAGE = 2  # the command line, the configuration or a file is wrong (as Typer's usage errors)
-
-
-class OffsetsFailure(Exception):
-    """Why a command stops: a message, its exit code and, for lists, one line per problem."""
-
-    def __init__(self, message: str, code: int, details: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.code = code
-        self.details = details
 
 
 @dataclass(frozen=True)
@@ -75,7 +64,7 @@ def checkpointed_offsets(
     flow = loaded.flow(source, target.alias)
     topic = flow.checkpoints_topic
     if topic not in target.topics():
-        raise OffsetsFailure(
+        raise Failure(
             f"{target.alias} has no topic {topic}: the flow {flow.name} has written no "
             "checkpoints there (is it running, with emit.checkpoints.enabled = true?)",
             EXIT_FAILED,
@@ -83,7 +72,7 @@ def checkpointed_offsets(
     try:
         checkpoints = read_checkpoints(target.consumer_settings, topic, timeout=target.timeout)
     except KafkaOperationError as exc:
-        raise OffsetsFailure(f"{target.alias}: {exc}", EXIT_FAILED) from None
+        raise Failure(f"{target.alias}: {exc}", EXIT_FAILED) from None
     offsets = [
         GroupOffset.from_checkpoint(c)
         for (g, _, _), c in sorted(checkpoints.items())
@@ -96,7 +85,7 @@ def checkpointed_offsets(
         if len(groups) > 10:
             listed += f" and {len(groups) - 10} more"
         has = f"groups with checkpoints: {listed}" if groups else "it holds no checkpoints yet"
-        raise OffsetsFailure(
+        raise Failure(
             f"no checkpoints of group {group} in {topic} on {target.alias} ({has})", EXIT_FAILED
         )
     return offsets
@@ -116,7 +105,7 @@ def apply_offsets(
     plan = plan_moves(before.offsets, wanted, allow_backwards=allow_backwards)
     refused = _active_message(before, target.alias) if before.active else None
     if refused and not dry_run:
-        raise OffsetsFailure(refused, EXIT_FAILED)
+        raise Failure(refused, EXIT_FAILED)
     outcome = ApplyOutcome(
         target.alias, group, before, wanted, plan, dry_run, allow_backwards, refused=refused
     )
@@ -125,7 +114,7 @@ def apply_offsets(
     try:
         target.commit(group, plan.moves)
     except KafkaOperationError as exc:  # ActiveGroupError too: members joined meanwhile
-        raise OffsetsFailure(f"{target.alias}: {exc}", EXIT_FAILED) from None
+        raise Failure(f"{target.alias}: {exc}", EXIT_FAILED) from None
     # Read back: a consumer that joined and committed meanwhile would be missed otherwise.
     after = target.describe(group, plan.moves).offsets
     differ = []
@@ -135,7 +124,7 @@ def apply_offsets(
             found = "none" if now is None else now.offset
             differ.append(f"{topic} partition {partition}: {found} instead of {offset.offset}")
     if differ:
-        raise OffsetsFailure(
+        raise Failure(
             f"group {group} on {target.alias} does not have the offsets just committed "
             "(did a consumer commit meanwhile?)",
             EXIT_FAILED,
@@ -183,7 +172,7 @@ def _check_partitions(target: ClusterAccess, group: str, offsets: list[GroupOffs
         if (o.topic, o.partition) in ends and o.offset > ends[(o.topic, o.partition)]
     ]
     if problems:
-        raise OffsetsFailure(
+        raise Failure(
             f"cannot apply the offsets of group {group} to {target.alias}",
             EXIT_FAILED,
             tuple(problems),

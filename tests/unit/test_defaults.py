@@ -65,6 +65,7 @@ MM2_DEFAULTS = {
     "replication.policy.separator": ".",
     "replication.policy.internal.topic.separator.enabled": True,
     "topic.rename.format": "",
+    "plugin.path": (),
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,

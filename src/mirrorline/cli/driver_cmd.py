@@ -14,6 +14,7 @@ from rich.console import Console
 
 from mirrorline.cli import logs
 from mirrorline.config import ConfigError, load_config
+from mirrorline.config.plugins import plugin_jars
 from mirrorline.control.heartbeats import HeartbeatStatus, heartbeat_flows_for
 from mirrorline.driver import (
     Driver,
@@ -141,6 +142,14 @@ def driver(
     try:
         from mirrorline.engine.session import build_spark_session
 
+        user_jars = plugin_jars(flow.value("plugin.path") for flow in flows)
+        if user_jars:
+            spark_settings["spark.jars"] = ",".join(
+                [
+                    *filter(None, spark_settings.get("spark.jars", "").split(",")),
+                    *map(str, user_jars),
+                ]
+            )
         spark = build_spark_session(
             app_name="mirrorline driver",
             master=master or None,

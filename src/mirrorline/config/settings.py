@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mirrorline.config.plugins import parse_plugin_path
 from mirrorline.config.start_position import parse_start_position
 from mirrorline.config.values import (
     parse_bool,
@@ -232,6 +233,13 @@ _SPECS = [
         "disabled",
         parse_choice(("disabled", "enabled", "preparing")),
         "Write records and progress in Kafka transactions (`enabled`).",
+    ),
+    SettingSpec(
+        "plugin.path",
+        "",
+        parse_plugin_path,
+        "Jars and directories of jars with the file's own classes (as Kafka Connect's "
+        "plugin.path); Spark's driver and executors load them.",
     ),
     SettingSpec(
         "replication.policy.class",

@@ -38,7 +38,6 @@ IGNORED: dict[str, str] = {
     "source.cluster.alias": "aliases come from `clusters` and the flow's SOURCE->TARGET prefix",
     "target.cluster.alias": "aliases come from `clusters` and the flow's SOURCE->TARGET prefix",
     "group.id": _CONNECT + " (set consumer.group.id for consumers)",
-    "plugin.path": _CONNECT,
     "plugin.discovery": _CONNECT,
     "listeners": _CONNECT,
     "scheduled.rebalance.max.delay.ms": _CONNECT,

@@ -273,6 +273,21 @@ _SPECS = [
         "Mirrorline: where a new flow starts (earliest, latest, time, or explicit offsets).",
     ),
     SettingSpec(
+        "offset.storage.topic",
+        "",
+        lambda t: t.strip(),
+        "MirrorMaker 2's Kafka Connect offsets topic on the target, read when the flow "
+        "takes over from MM2 (unset: dedicated mode's mm2-offsets.<source>.internal).",
+    ),
+    SettingSpec(
+        "group.id",
+        "",
+        lambda t: t.strip(),
+        "MirrorMaker 2's Kafka Connect group on the target, when MM2 runs on a Connect "
+        "cluster; a takeover waits while it has members (unset: <source>-mm2, the group "
+        "dedicated mode always uses).",
+    ),
+    SettingSpec(
         "errors.tolerance",
         "none",
         parse_choice(("none", "all")),

@@ -37,7 +37,6 @@ IGNORED: dict[str, str] = {
     "connector.class": "a Kafka Connect connector setting; Mirrorline has no connectors",
     "source.cluster.alias": "aliases come from `clusters` and the flow's SOURCE->TARGET prefix",
     "target.cluster.alias": "aliases come from `clusters` and the flow's SOURCE->TARGET prefix",
-    "group.id": _CONNECT + " (set consumer.group.id for consumers)",
     "plugin.discovery": _CONNECT,
     "listeners": _CONNECT,
     "scheduled.rebalance.max.delay.ms": _CONNECT,

@@ -10,7 +10,12 @@ In this order, because each step relies on the one before:
    bounded read of the runs topic), which make up the translation store;
 4. the syncs of the offset mapping saved with exactly-once progress are
    published again, in case their batch's driver died before it could (doing
-   it twice is harmless).
+   it twice is harmless);
+5. a flow without any progress continues from the MirrorMaker 2 that ran it
+   before, if one did (`predecessor.handover`): its mapping of what MM2 copied
+   goes into the runs first, then the starts into the progress, so that a
+   crash in between leaves a flow that takes over again. While MM2 still runs
+   the flow, the takeover fails here, before anything is copied.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from mirrorline.engine.progress import ProgressStore
 from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ensure_topic
+from mirrorline.predecessor.handover import plan_handover
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,8 @@ def take_over(
         for tp, r in saved.last_runs.items()
     )
     committer.commit_now(Commit(syncs=republished), term)
+    if not saved.next_offsets:
+        _follow_predecessor(context, store, runs, committer, term)
     took_ms = int((time.monotonic() - started) * 1000)
     log.info(
         "flow %s: translation store loaded %d runs in %d ms",
@@ -78,3 +86,23 @@ def take_over(
         took_ms,
     )
     return took_ms
+
+
+def _follow_predecessor(
+    context: FlowContext,
+    store: TranslationStore,
+    runs: RunLog,
+    committer: BatchCommitter,
+    term: int | None,
+) -> None:
+    """Start where MirrorMaker 2's copy ends, translating its range (step 5)."""
+    handover = plan_handover(context)
+    if handover is None:
+        return
+    for part in handover.partitions:
+        store.add_syncs(part.partition, part.syncs)
+        if part.note:
+            log.warning("flow %s: %s", context.name, part.note)
+    runs.persist(store.drain_changes())
+    committer.start_at(handover.starts(), term)
+    log.info("flow %s %s", context.name, handover.describe())

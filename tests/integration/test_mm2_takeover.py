@@ -1,0 +1,162 @@
+"""Taking flows over from a real MirrorMaker 2 on the same file, without copying twice.
+
+MM2 replicates a live stream and is stopped (cleanly, or with SIGKILL, when
+it has written records past its last committed offset); `mirrorline driver`
+then runs the very same file. Every source record must be on the target
+exactly once, in order, and a consumer group MM2 checkpointed keeps
+translating exactly. While MM2 still runs, the takeover is refused.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from mirrorline.config import load_config
+from mirrorline.kafka import ClusterClients
+from mirrorline.operations.positions import saved_progress
+from mirrorline.predecessor.mm2_state import committed_offsets
+from support.driving import running_driver, write_config
+from support.kafka_io import (
+    Record,
+    by_partition,
+    checkpoints_of,
+    commit_offsets,
+    consume,
+    create_topic,
+    end_offsets,
+    produce,
+    topic_names,
+    unique_name,
+)
+from support.mm2_process import SINGLE_BROKER_LINES, Mm2Process
+from support.wait import wait_until
+
+PARTITIONS = 4
+TOTAL = 40_000
+RATE = 2_000  # records per second
+
+
+class SteadyStream:
+    """Produces TOTAL numbered records at RATE per second on a thread of its own."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.produced: list[Record] = []
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="steady stream", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            started = time.monotonic()
+            chunk = RATE // 10
+            for first in range(0, TOTAL, chunk):
+                records = [
+                    Record(
+                        f"k{i % 977}".encode(),
+                        f"value-{i}".encode(),
+                        (("seq", str(i).encode()),) if i % 3 else (),
+                        None,
+                        i % PARTITIONS,
+                    )
+                    for i in range(first, first + chunk)
+                ]
+                self.produced += produce(self.bootstrap, self.topic, records)
+                ahead = started + (first + chunk) / RATE - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)  # pacing the stream, not synchronising the test
+        except BaseException as exc:  # noqa: BLE001 - surfaced by `finished`
+            self.failure = exc
+
+    def finished(self) -> bool:
+        if self.failure is not None:
+            raise self.failure
+        return not self._thread.is_alive()
+
+
+def _remote_count(west, topic: str) -> int:
+    if topic not in topic_names(west.bootstrap_servers):
+        return 0
+    return sum(end_offsets(west.bootstrap_servers, topic).values())
+
+
+def _config(tmp_path: Path, east, west, topic: str, group: str, extra: str = "") -> Path:
+    """One file for both tools: MM2's Connect topics and group named for this test."""
+    body = "\n".join(
+        [
+            *SINGLE_BROKER_LINES,
+            "east->west.enabled = true",
+            f"east->west.topics = {topic}",
+            f"groups = {group}",
+            f"offset.storage.topic = {topic}.offsets",
+            f"config.storage.topic = {topic}.configs",
+            f"status.storage.topic = {topic}.status",
+            "emit.checkpoints.interval.seconds = 1",
+            "refresh.groups.interval.seconds = 1",
+            "west.offset.flush.interval.ms = 5000",  # MM2 reads it per target cluster
+            extra,
+        ]
+    )
+    return write_config(tmp_path / "mm2.properties", [east, west], body + "\n")
+
+
+def _assert_copied_once(east, west, topic: str, stream: SteadyStream) -> None:
+    remote = f"east.{topic}"
+    copies = consume(west.bootstrap_servers, remote, expected=TOTAL, timeout=120)
+    originals = consume(east.bootstrap_servers, topic, expected=TOTAL, timeout=120)
+    assert len(originals) == len(stream.produced) == TOTAL
+    assert len(copies) == TOTAL, f"{len(copies)} copies of {TOTAL} records"
+    assert by_partition(copies) == by_partition(originals)
+
+
+def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spark, tmp_path):
+    east, west = two_clusters
+    topic, group = unique_name("handover"), unique_name("readers")
+    remote = f"east.{topic}"
+    create_topic(east.bootstrap_servers, topic, PARTITIONS)
+    config = _config(tmp_path, east, west, topic, group)
+    target_settings = {"bootstrap.servers": west.bootstrap_servers}
+    stream = SteadyStream(east.bootstrap_servers, topic)
+    # A group that read the first 1,000 records of each partition: MM2 checkpoints it.
+    commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(PARTITIONS), 1000))
+    mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
+    try:
+        wait_until(lambda: _remote_count(west, remote) >= 8_000, timeout=120, what="MM2 copying")
+        wait_until(
+            lambda: (
+                len(committed_offsets(target_settings, f"{topic}.offsets", "east")) == PARTITIONS
+            ),
+            timeout=60,
+            what="MM2's committed offsets",
+        )
+        wait_until(
+            lambda: (
+                len(checkpoints_of(west.bootstrap_servers, "east", group, remote)) == PARTITIONS
+            ),
+            timeout=120,
+            what="MM2's checkpoints of the group",
+        )
+        with running_driver(config, spark, tmp_path / "work") as driver:
+            # MM2 still runs the flow: refused, and nothing written.
+            refused = wait_until(
+                lambda: (
+                    "still replicates" in driver.statuses()[0].reason
+                    and driver.statuses()[0].reason
+                ),
+                timeout=90,
+                what="the takeover refused",
+            )
+            assert "group east-mm2 on west" in refused and "Nothing was written" in refused
+            target = ClusterClients.of("west", {"bootstrap.servers": west.bootstrap_servers})
+            assert saved_progress(load_config(config).flow("east", "west"), target, 30) == {}
+            mm2.stop()
+            wait_until(stream.finished, timeout=120, what="the stream to end")
+            wait_until(
+                lambda: _remote_count(west, remote) >= TOTAL, timeout=180, what="every record"
+            )
+            _assert_copied_once(east, west, topic, stream)
+    finally:
+        if mm2.running():
+            mm2.kill()

@@ -182,14 +182,14 @@ def test_warnings_are_shown_and_do_not_fail(runner: CliRunner, tmp_path: Path) -
     path = tmp_path / "warn.properties"
     path.write_text(
         "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n"
-        "A->B.enabled = true\noffset.storage.topic = mm2-offsets\nproducer.key.serializer = x\n",
+        "A->B.enabled = true\nconfig.storage.topic = mm2-configs\nproducer.key.serializer = x\n",
         encoding="utf-8",
     )
     result = runner.invoke(app, ["config", "check", "--offline", str(path)])
     assert result.exit_code == 0
     assert "1 of 2 flows enabled, 2 warnings" in result.output
     assert "Warnings (2)" in result.output
-    assert f"{path}:5: offset.storage.topic: ignored" in result.output
+    assert f"{path}:5: config.storage.topic: ignored" in result.output
     assert f"{path}:6: producer.key.serializer: ignored" in result.output
 
 

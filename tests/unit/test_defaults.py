@@ -66,6 +66,8 @@ MM2_DEFAULTS = {
     "replication.policy.internal.topic.separator.enabled": True,
     "topic.rename.format": "",
     "plugin.path": (),
+    "offset.storage.topic": "",
+    "group.id": "",
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,

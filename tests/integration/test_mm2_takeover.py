@@ -9,20 +9,25 @@ translating exactly. While MM2 still runs, the takeover is refused.
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import threading
 import time
 from pathlib import Path
 
 from mirrorline.config import load_config
-from mirrorline.kafka import ClusterClients
+from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.positions import saved_progress
-from mirrorline.predecessor.mm2_state import committed_offsets
+from mirrorline.predecessor import mm2_state
+from support.driver_process import run_mirrorline
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     by_partition,
     checkpoints_of,
     commit_offsets,
+    committed_offsets,
     consume,
     create_topic,
     end_offsets,
@@ -102,6 +107,28 @@ def _config(tmp_path: Path, east, west, topic: str, group: str, extra: str = "")
     return write_config(tmp_path / "mm2.properties", [east, west], body + "\n")
 
 
+def _mm2_committed(west, topic: str) -> dict:
+    """MM2's committed offsets for the test's flow (none while its topic is not ready)."""
+    try:
+        return mm2_state.committed_offsets(
+            {"bootstrap.servers": west.bootstrap_servers}, f"{topic}.offsets", "east"
+        )
+    except KafkaOperationError:
+        return {}
+
+
+def _wait_for_checkpoints(west, group: str, remote: str, offset: int) -> None:
+    """Until every partition's checkpoint says `offset` on the source is `offset` on west."""
+
+    def exact() -> bool:
+        found = checkpoints_of(west.bootstrap_servers, "east", group, remote)
+        return len(found) == PARTITIONS and all(
+            (c.upstream_offset, c.downstream_offset) == (offset, offset) for c in found.values()
+        )
+
+    wait_until(exact, timeout=90, what=f"checkpoints of {group} at {offset}")
+
+
 def _assert_copied_once(east, west, topic: str, stream: SteadyStream) -> None:
     remote = f"east.{topic}"
     copies = consume(west.bootstrap_servers, remote, expected=TOTAL, timeout=120)
@@ -117,7 +144,6 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
     config = _config(tmp_path, east, west, topic, group)
-    target_settings = {"bootstrap.servers": west.bootstrap_servers}
     stream = SteadyStream(east.bootstrap_servers, topic)
     # A group that read the first 1,000 records of each partition: MM2 checkpoints it.
     commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(PARTITIONS), 1000))
@@ -125,9 +151,7 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
     try:
         wait_until(lambda: _remote_count(west, remote) >= 8_000, timeout=120, what="MM2 copying")
         wait_until(
-            lambda: (
-                len(committed_offsets(target_settings, f"{topic}.offsets", "east")) == PARTITIONS
-            ),
+            lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
             timeout=60,
             what="MM2's committed offsets",
         )
@@ -157,6 +181,79 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
                 lambda: _remote_count(west, remote) >= TOTAL, timeout=180, what="every record"
             )
             _assert_copied_once(east, west, topic, stream)
+            # The group's offset in MM2's range translates exactly (MM2's own checkpoint
+            # was an offset sync's, up to offset.lag.max before it), then one in Mirrorline's.
+            _wait_for_checkpoints(west, group, remote, 1000)
+            commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(4), 9_990))
+            _wait_for_checkpoints(west, group, remote, 9_990)
+            done = run_mirrorline(
+                "failover",
+                "-c",
+                config,
+                "--from",
+                "east",
+                "--to",
+                "west",
+                "--planned",
+                "--state-file",
+                tmp_path / "failover.json",
+                "--timeout",
+                "120",
+                "--json",
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            [moved] = json.loads(done.stdout)["groups"]
+            assert moved["group"] == group and moved["status"] == "moved", moved
+        # On west the group goes on at the copy of the first record it had not read.
+        assert committed_offsets(west.bootstrap_servers, group, remote, 4) == dict.fromkeys(
+            range(4), 9_990
+        )
+    finally:
+        if mm2.running():
+            mm2.kill()
+
+
+def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, caplog):
+    """SIGKILL leaves records past MM2's last commit on the target; Mirrorline, in
+    exactly-once mode for this flow (a flow-level key MM2's workers do not read),
+    copies none of them again."""
+    east, west = two_clusters
+    topic, group = unique_name("killed"), unique_name("readers")
+    remote = f"east.{topic}"
+    create_topic(east.bootstrap_servers, topic, PARTITIONS)
+    config = _config(
+        tmp_path, east, west, topic, group, "east->west.exactly.once.source.support = enabled"
+    )
+    stream = SteadyStream(east.bootstrap_servers, topic)
+    mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
+    try:
+        wait_until(
+            lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
+            timeout=120,
+            what="MM2's committed offsets",
+        )
+        # Killed between two of its offset commits, while the stream goes on.
+        committed_before = sum(_mm2_committed(west, topic).values())
+        wait_until(
+            lambda: _remote_count(west, remote) > committed_before + 2_000,
+            timeout=60,
+            what="MM2 to copy past its last commit",
+        )
+        mm2.kill()
+        caplog.set_level(logging.INFO, logger="mirrorline.engine.takeover")
+        with running_driver(config, spark, tmp_path / "work"):
+            wait_until(stream.finished, timeout=120, what="the stream to end")
+            wait_until(
+                lambda: _remote_count(west, remote) >= TOTAL, timeout=240, what="every record"
+            )
+            _assert_copied_once(east, west, topic, stream)
+        [line] = [
+            r.getMessage()
+            for r in caplog.records
+            if "takes over from MirrorMaker" in r.getMessage()
+        ]
+        past = int(re.search(r"; (\d+) records it wrote after its last commit", line).group(1))
+        assert past > 0, line
     finally:
         if mm2.running():
             mm2.kill()

@@ -124,7 +124,10 @@ def _read_whole(consumer: Consumer, topic: str, partitions: int, timeout: float)
     """Every record of every partition up to its end as of the call."""
     ends: dict[int, int] = {}
     for p in range(partitions):
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+        except KafkaException as exc:
+            raise KafkaOperationError(f"cannot read {topic}[{p}]: {exc.args[0].str()}") from None
         if high > low:
             ends[p] = high
     if not ends:

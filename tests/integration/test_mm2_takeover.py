@@ -20,6 +20,7 @@ from mirrorline.config import load_config
 from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.positions import saved_progress
 from mirrorline.predecessor import mm2_state
+from support.control import reset_control
 from support.driver_process import run_mirrorline
 from support.driving import running_driver, write_config
 from support.kafka_io import (
@@ -144,12 +145,12 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
     config = _config(tmp_path, east, west, topic, group)
-    stream = SteadyStream(east.bootstrap_servers, topic)
-    # A group that read the first 1,000 records of each partition: MM2 checkpoints it.
+    # A group that will have read the first 1,000 records of each partition.
     commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(PARTITIONS), 1000))
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
     try:
-        wait_until(lambda: _remote_count(west, remote) >= 8_000, timeout=120, what="MM2 copying")
+        wait_until(lambda: remote in topic_names(west.bootstrap_servers), timeout=120, what="MM2")
+        stream = SteadyStream(east.bootstrap_servers, topic)
         wait_until(
             lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
             timeout=60,
@@ -211,6 +212,7 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
     finally:
         if mm2.running():
             mm2.kill()
+        reset_control(west, "east->west")  # the failover stopped the flow
 
 
 def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, caplog):
@@ -224,18 +226,21 @@ def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, 
     config = _config(
         tmp_path, east, west, topic, group, "east->west.exactly.once.source.support = enabled"
     )
-    stream = SteadyStream(east.bootstrap_servers, topic)
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
     try:
+        wait_until(lambda: remote in topic_names(west.bootstrap_servers), timeout=120, what="MM2")
+        stream = SteadyStream(east.bootstrap_servers, topic)
         wait_until(
             lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
-            timeout=120,
+            timeout=60,
             what="MM2's committed offsets",
         )
-        # Killed between two of its offset commits, while the stream goes on.
-        committed_before = sum(_mm2_committed(west, topic).values())
+        # Killed between two of its offset commits (every 5 s), while the stream goes on.
         wait_until(
-            lambda: _remote_count(west, remote) > committed_before + 2_000,
+            lambda: (
+                _remote_count(west, remote)
+                > sum(_mm2_committed(west, topic).values()) + PARTITIONS + 1_000
+            ),
             timeout=60,
             what="MM2 to copy past its last commit",
         )

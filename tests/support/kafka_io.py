@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import read_checkpoints
@@ -291,11 +291,20 @@ def commit_offsets(
                 )
                 return
             except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                loading = exc.args[0].code() in _COORDINATOR_MOVING
+                if not (exc.args[0].retriable() or loading) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
     finally:
         consumer.close()
+
+
+# Answers of a group coordinator that is loading or moving: worth a retry.
+_COORDINATOR_MOVING = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+}
 
 
 def committed_offsets(

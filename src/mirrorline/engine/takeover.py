@@ -10,26 +10,28 @@ In this order, because each step relies on the one before:
    bounded read of the runs topic), which make up the translation store;
 4. the syncs of the offset mapping saved with exactly-once progress are
    published again, in case their batch's driver died before it could (doing
-   it twice is harmless);
-5. a flow without any progress continues from the MirrorMaker 2 that ran it
-   before, if one did (`predecessor.handover`): its mapping of what MM2 copied
-   goes into the runs first, then the starts into the progress, so that a
-   crash in between leaves a flow that takes over again. While MM2 still runs
-   the flow, the takeover fails here, before anything is copied.
+   it twice is harmless).
+
+Partitions without progress (a new flow, topic or partition) continue from
+the MirrorMaker 2 that copied them before, if one did (`follow_predecessor`,
+asked before `start.position`): its mapping of what MM2 copied goes into the
+runs first, then the starts into the progress, so that a crash in between
+leaves partitions that are taken over again. While MM2 still runs the flow,
+this fails before anything is copied.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.bookkeeping import Commit
-from mirrorline.engine.progress import ProgressStore
+from mirrorline.engine.progress import ProgressStore, SourcePartition
 from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ensure_topic
@@ -76,8 +78,6 @@ def take_over(
         for tp, r in saved.last_runs.items()
     )
     committer.commit_now(Commit(syncs=republished), term)
-    if not saved.next_offsets:
-        _follow_predecessor(context, store, runs, committer, term)
     took_ms = int((time.monotonic() - started) * 1000)
     log.info(
         "flow %s: translation store loaded %d runs in %d ms",
@@ -88,21 +88,26 @@ def take_over(
     return took_ms
 
 
-def _follow_predecessor(
+def follow_predecessor(
     context: FlowContext,
-    store: TranslationStore,
+    partitions: Sequence[SourcePartition],
+    *,
     runs: RunLog,
     committer: BatchCommitter,
     term: int | None,
-) -> None:
-    """Start where MirrorMaker 2's copy ends, translating its range (step 5)."""
-    handover = plan_handover(context)
+) -> dict[SourcePartition, int]:
+    """Where `partitions` (without progress) continue after MirrorMaker 2's copy, saved;
+    the partitions MM2 never committed are left out."""
+    handover = plan_handover(context, partitions)
     if handover is None:
-        return
+        return {}
+    store = committer.translation
     for part in handover.partitions:
         store.add_syncs(part.partition, part.syncs)
         if part.note:
             log.warning("flow %s: %s", context.name, part.note)
     runs.persist(store.drain_changes())
-    committer.start_at(handover.starts(), term)
+    starts = handover.starts()
+    committer.start_at(starts, term)
     log.info("flow %s %s", context.name, handover.describe())
+    return starts

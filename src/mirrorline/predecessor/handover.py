@@ -1,8 +1,8 @@
 """Taking a flow over from the MirrorMaker 2 that replicated it until now.
 
-On a flow's first start (no progress of Mirrorline's own), `plan_handover`
-looks for MM2's committed source offsets for the flow on the target
-(`mm2_state`). When there are some:
+For the partitions of a flow that have no progress of Mirrorline's own (all
+of them on its first start), `plan_handover` looks for MM2's committed source
+offsets on the target (`mm2_state`). When there are some:
 
 1. MM2 must not run the flow any more: while its Connect group has members the
    plan is refused (`PredecessorRunning`, naming the group and its members) and
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mirrorline.flow_context import FlowContext
@@ -99,8 +99,9 @@ class Handover:
         )
 
 
-def plan_handover(context: FlowContext) -> Handover | None:
-    """The takeover from MM2 for a flow without progress; None when MM2 left nothing.
+def plan_handover(context: FlowContext, partitions: Iterable[SourcePartition]) -> Handover | None:
+    """The takeover from MM2 of `partitions` (without progress); None when MM2 committed
+    none of them.
 
     Raises `PredecessorRunning` while MM2's Connect group has members and
     `KafkaOperationError` when a cluster cannot be read.
@@ -108,10 +109,11 @@ def plan_handover(context: FlowContext) -> Handover | None:
     flow = context.flow
     settings = context.target.consumer_settings
     topic = offsets_topic_of(flow.source, flow.value("offset.storage.topic"))
+    wanted = set(partitions)
     committed = {
         tp: offset
         for tp, offset in committed_offsets(settings, topic, flow.source).items()
-        if flow.should_replicate_topic(tp[0])
+        if tp in wanted
     }
     if not committed:
         return None
@@ -126,11 +128,11 @@ def plan_handover(context: FlowContext) -> Handover | None:
             "Nothing was written"
         )
     syncs = _mm2_syncs(context, set(committed))
-    partitions = tuple(
+    found = tuple(
         _partition_handover(context, tp, offset, syncs.get(tp, []))
         for tp, offset in sorted(committed.items())
     )
-    return Handover(topic, group_name, partitions)
+    return Handover(topic, group_name, found)
 
 
 def _partition_handover(

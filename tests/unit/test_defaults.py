@@ -67,6 +67,7 @@ MM2_DEFAULTS = {
     "topic.rename.format": "",
     "plugin.path": (),
     "errors.tolerance": "none",
+    "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,
     "max.poll.records": 20000,

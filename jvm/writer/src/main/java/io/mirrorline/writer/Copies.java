@@ -1,7 +1,7 @@
 package io.mirrorline.writer;
 
 import java.util.Queue;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -106,7 +106,7 @@ final class Copies {
    * it: written, counted, and left out of the offset mapping, which for the remote
    * topic's partition then reads like a source gap (the next copied record follows).
    */
-  void send(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+  void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, ProducerRecord<byte[], byte[]> copy, String remote,
       Queue<Failure> failures) {
     Integer partition = copy.partition();
@@ -132,7 +132,7 @@ final class Copies {
   }
 
   /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
-  void send(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+  void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, String remote, Header[] headers, Queue<Failure> failures) {
     int index = log.noteSent(record);
     producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
@@ -154,7 +154,7 @@ final class Copies {
    * Count a refused record in its log and, when there is a dead-letter topic, send it
    * there; a failed send joins {@code errors}, described (see {@link #raiseDeadLetterError}).
    */
-  void refused(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+  void refused(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, Refusal refusal, Queue<String> errors) {
     log.refusals.add(refusal);
     if (spec.deadLetterTopic == null) {

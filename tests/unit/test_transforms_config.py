@@ -146,6 +146,21 @@ def test_a_valid_chain_passes_the_check(tmp_path: Path) -> None:
     path.write_text(HEAD + CHAIN)
     result = CliRunner().invoke(app, ["config", "check", "--offline", str(path)])
     assert result.exit_code == 0, result.output
+    assert "transforms      tag (InsertHeader), only (Filter unless marked)" in result.output
+
+
+def test_a_rejected_value_from_a_secret_is_not_shown(tmp_path: Path) -> None:
+    path = tmp_path / "mm2.properties"
+    path.write_text(
+        HEAD + f"transforms = r\ntransforms.r.type = {SMT}RegexRouter\n"
+        "transforms.r.regex = ${env:ROUTE_REGEX}\ntransforms.r.replacement = x\n"
+    )
+    result = CliRunner().invoke(
+        app, ["config", "check", "--offline", str(path)], env={"ROUTE_REGEX": "(s3cr3t"}
+    )
+    assert result.exit_code == 2, result.output
+    assert "transforms.r.regex" in result.output and "[hidden]" in result.output
+    assert "s3cr3t" not in result.output
 
 
 def test_a_dropped_range_translates_to_the_next_copied_record() -> None:

@@ -94,9 +94,10 @@ class FlowBuilder:
         extras = policy_extras(self.entries, source, target)
         policy = self._policy(settings, extras, source, target)
         chain = TransformChain()
+        smt_lines = transform_lines(self.entries, source, target)
         if enabled:
             chain = build_chain(
-                transform_lines(self.entries, source, target),
+                smt_lines,
                 settings["header.converter"].value,
                 self.issues,
                 f"{source}->{target}",
@@ -104,7 +105,8 @@ class FlowBuilder:
         return FlowConfig(
             source=source,
             target=target,
-            settings={**settings, **extras},
+            # The chain's lines too, so that every listing shows them with their origins.
+            settings={**settings, **extras, **smt_lines},
             policy=policy,
             topic_filter=TopicFilter(
                 include=settings["topics"].value, exclude=settings["topics.exclude"].value

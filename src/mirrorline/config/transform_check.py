@@ -27,6 +27,7 @@ from pathlib import Path
 from mirrorline.config.errors import IssueLog
 from mirrorline.config.model import FlowConfig
 from mirrorline.config.origin import Origin
+from mirrorline.config.redact import REDACTED
 from mirrorline.config.transforms import TransformChain
 
 __all__ = ["check_transforms"]
@@ -60,6 +61,7 @@ def check_transforms(flows: Sequence[FlowConfig], issues: IssueLog) -> None:
     for flow, problem in zip(chained, answers, strict=True):
         if problem:
             origin = _origin_of(flow.transforms, problem)
+            problem = _hide_secrets(problem, flow.transforms)
             where, _, what = problem.partition(": ")
             if origin.key is None or not origin.key.endswith(where):
                 what = problem  # the line shown is not the one the problem names
@@ -96,6 +98,15 @@ def _run(chains: Sequence[TransformChain], user_jars: Sequence[Path]) -> list[st
         raise _CannotCheck(f"the Java check failed: {tail}")
     answers = json.loads(lines[-1])
     return [a if isinstance(a, str) else None for a in answers]
+
+
+def _hide_secrets(problem: str, chain: TransformChain) -> str:
+    """Connect quotes a rejected value; one that came from a secret is shown hidden."""
+    plugins = [t.plugin for t in chain.transforms] + list(chain.predicates.values())
+    for setting in (s for p in plugins for s in p.settings.values() if s.secret):
+        if setting.value:
+            problem = problem.replace(setting.value, REDACTED)
+    return problem
 
 
 def _jackson() -> list[Path]:

@@ -170,9 +170,9 @@ def test_mirrormaker_and_mirrorline_copy_the_same_transformed_records(
 
 
 def test_a_transform_that_throws_stops_the_flow_or_dead_letters_the_record(
-    two_clusters, spark, tmp_path
+    three_clusters, spark, tmp_path
 ):
-    east, west = two_clusters
+    east, west, central = three_clusters
     topic, stops, dead_letters = unique_name("smtboom"), unique_name("smtstop"), unique_name("dlq")
     # ExtractField needs a struct: it throws on bytes. Only records marked "boom" get it.
     chain = (
@@ -191,29 +191,34 @@ def test_a_transform_that_throws_stops_the_flow_or_dead_letters_the_record(
             name,
             [Record(b"a", b"1"), Record(b"b", b"2", (("boom", b"!"),)), Record(b"c", b"3")],
         )
+    # Tolerated: at least once into west, exactly once into central, in one driver.
     config = write_config(
         tmp_path / "c.properties",
-        [east, west],
-        f"east->west.enabled = true\ntopics = {topic}\n" + chain + "errors.tolerance = all\n"
+        [east, west, central],
+        "east->west.enabled = true\neast->central.enabled = true\n"
+        "east->central.exactly.once.source.support = enabled\n"
+        f"topics = {topic}\n" + chain + "errors.tolerance = all\n"
         f"errors.deadletterqueue.topic.name = {dead_letters}\n"
         "errors.deadletterqueue.topic.replication.factor = 1\n",
     )
     with running_driver(config, spark, tmp_path / "all") as driver:
         wait_until(
-            lambda: driver.statuses()[0].counters.get("records_dead_lettered") == 1,
+            lambda: all(s.counters.get("records_dead_lettered") == 1 for s in driver.statuses()),
             timeout=90,
-            what="the record the transform failed on to be dead-lettered",
+            what="the record the transform failed on to be dead-lettered by both flows",
         )
-        status = driver.statuses()[0]
-    copies = consume(west.bootstrap_servers, f"east.{topic}", expected=3, timeout=10)
-    assert [c.key for c in copies] == [b"a", b"c"]
-    [letter] = consume(west.bootstrap_servers, dead_letters, expected=2, timeout=10)
-    headers = dict(letter.headers)
-    assert (letter.key, letter.value) == (b"b", b"2")
-    assert headers["mirrorline.error.code"] == b"TRANSFORM_FAILED"
-    assert headers["mirrorline.error.offset"] == b"1"
-    assert b"transform extract failed" in headers["mirrorline.error.message"]
-    assert "transform extract failed" in status.refusals[-1]
+        statuses = driver.statuses()
+    for cluster, status in zip((west, central), statuses, strict=True):
+        assert status.flow == f"east->{cluster.alias}"
+        copies = consume(cluster.bootstrap_servers, f"east.{topic}", expected=3, timeout=10)
+        assert [c.key for c in copies] == [b"a", b"c"], status.flow
+        [letter] = consume(cluster.bootstrap_servers, dead_letters, expected=2, timeout=10)
+        headers = dict(letter.headers)
+        assert (letter.key, letter.value) == (b"b", b"2")
+        assert headers["mirrorline.error.code"] == b"TRANSFORM_FAILED"
+        assert headers["mirrorline.error.offset"] == b"1"
+        assert b"transform extract failed" in headers["mirrorline.error.message"]
+        assert "transform extract failed" in status.refusals[-1]
 
     stopping = write_config(
         tmp_path / "none.properties",

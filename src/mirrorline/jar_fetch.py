@@ -34,6 +34,10 @@ from xml.sax.saxutils import quoteattr
 from mirrorline.jvm import JVM_LIB_ENV, JvmSetupError, java_executable
 
 KAFKA_VERSION = "4.3.1"
+# Kafka Connect's transforms at the version of the kafka-clients that Spark's connector
+# brings (jvm/writer/pom.xml, spark.kafka.clients.version): the writer runs them on
+# executors beside that client.
+CONNECT_VERSION = "3.9.2"
 # Kafka's broker logs through log4j2 via slf4j 2; the broker brings log4j-core.
 LOG4J_VERSION = "2.25.4"
 REPOSITORY_ENV = "MIRRORLINE_MAVEN_REPOSITORY"
@@ -65,6 +69,11 @@ def _sets() -> dict[str, JarSet]:
             "Spark's Kafka connector, for the driver and its executors",
             (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{_pyspark_version()}",),
         ),
+        "connect-transforms": JarSet(
+            "connect-transforms",
+            "Kafka Connect's single message transforms, for the writer on executors",
+            (f"org.apache.kafka:connect-transforms:{CONNECT_VERSION}",),
+        ),
         "kafka": JarSet(
             "kafka",
             "an Apache Kafka broker, for `mirrorline dev up`",
@@ -77,7 +86,7 @@ def _sets() -> dict[str, JarSet]:
     }
 
 
-JAR_SETS: tuple[str, ...] = ("spark-kafka", "kafka")
+JAR_SETS: tuple[str, ...] = ("spark-kafka", "connect-transforms", "kafka")
 
 
 def jar_set(name: str) -> JarSet:

@@ -17,7 +17,11 @@ are fetched from Maven Central into that HOME's cache, as on a new host.
   record is moved by executors the workers started, which get Spark's Kafka
   connector and Mirrorline's writer only from the driver (`spark.jars`) and run
   no Python. The replica must equal the source record for record, and the work
-  must have run on both workers.
+  must have run on both workers. The flow also runs a single message transform of
+  the user's own (a class compiled here, in a jar named by `plugin.path`) on a
+  second topic, guarded by Kafka Connect's TopicNameMatches: both reach the
+  executors only through the driver (Connect's transforms fetched into the user's
+  cache, the user's jar from `plugin.path`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import mirrorline
 from support.crash_harness import EndOffsets, TopicReader, numbered_record
 from support.driver_process import DriverProcess
 from support.driving import write_config
-from support.kafka_io import create_topic, unique_name
+from support.kafka_io import consume, create_topic, unique_name
 from support.replica_audit import audit_partition
 from support.spark_standalone import StandaloneCluster, free_port
 from support.wait import wait_until
@@ -51,6 +55,39 @@ MAX_POLL_RECORDS = 12_000
 # What the driver's checkpoint directory may hold: the logs Spark's micro-batch
 # engine writes on the driver. Executors would add `state/` (stateful operators).
 DRIVER_CHECKPOINT_ENTRIES = {"metadata", "offsets", "commits", "sources"}
+# A user's own transform: stamps each record with a header whose value is its setting.
+USER_SMT = """
+package example;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.connect.connector.ConnectRecord;
+import org.apache.kafka.connect.transforms.Transformation;
+
+public class Stamp<R extends ConnectRecord<R>> implements Transformation<R> {
+  private byte[] value;
+
+  @Override
+  public R apply(R record) {
+    record.headers().addBytes("stamped.by", value);
+    return record;
+  }
+
+  @Override
+  public ConfigDef config() {
+    return new ConfigDef().define("value", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "");
+  }
+
+  @Override
+  public void configure(Map<String, ?> configs) {
+    value = ((String) configs.get("value")).getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public void close() {}
+}
+"""
 
 
 @dataclass(frozen=True)
@@ -118,7 +155,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
     )
     subprocess.run([str(base_python), "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)], check=True)
+    # Without the caller's PYTHONPATH: a checkout's src/ on it (with the egg-info that
+    # `pip wheel` leaves there) would make pip take the package as installed already.
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)], check=True, env=clean
+    )
     home, workdir = base / "home", base / "work"
     home.mkdir()
     workdir.mkdir()
@@ -205,15 +247,27 @@ def test_installed_package_replicates_through_executors_on_both_workers(
 ):
     east, west = two_clusters
     records = 200_000
-    topic = unique_name("standalone")
+    topic, stamped = unique_name("standalone"), unique_name("stamped")
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, partitions=PARTITIONS)
     _produce(east.bootstrap_servers, topic, records)
+    create_topic(east.bootstrap_servers, stamped, partitions=PARTITIONS)
+    _produce(east.bootstrap_servers, stamped, 100)
+    plugins = _user_smt_jar(tmp_path / "plugins")
     config = write_config(
         tmp_path / "mm2.properties",
         [east, west],
-        f"east->west.enabled = true\neast->west.topics = {topic}\n"
-        f"max.poll.records = {MAX_POLL_RECORDS}\n",
+        f"east->west.enabled = true\neast->west.topics = {topic}, {stamped}\n"
+        f"max.poll.records = {MAX_POLL_RECORDS}\n"
+        f"plugin.path = {plugins}\n"
+        "east->west.transforms = stamp\n"
+        "east->west.transforms.stamp.type = example.Stamp\n"
+        "east->west.transforms.stamp.value = user-smt\n"
+        "east->west.transforms.stamp.predicate = isStamped\n"
+        "east->west.predicates = isStamped\n"
+        "east->west.predicates.isStamped.type = "
+        "org.apache.kafka.connect.transforms.predicates.TopicNameMatches\n"
+        f"east->west.predicates.isStamped.pattern = east[.]{stamped}\n",
     )
     ui_port = free_port()
     work_dir = tmp_path / "driver"
@@ -239,7 +293,10 @@ def test_installed_package_replicates_through_executors_on_both_workers(
             driver.check()
             checkpoint_entries.update(_checkpoint_entries(work_dir))
             cluster_commands.update(standalone.processes().values())
-            return sum(target_ends(remote, PARTITIONS).values()) >= records
+            return (
+                sum(target_ends(remote, PARTITIONS).values()) >= records
+                and sum(target_ends(f"east.{stamped}", PARTITIONS).values()) >= 100
+            )
 
         wait_until(
             replicated,
@@ -263,6 +320,8 @@ def test_installed_package_replicates_through_executors_on_both_workers(
         fetched = {p.name for p in directory.glob("*.jar")}
         assert "mirrorline-writer.jar" in fetched, (directory, fetched)
         assert any(name.startswith("spark-sql-kafka-0-10") for name in fetched), fetched
+        assert any(name.startswith("connect-transforms-") for name in fetched), fetched
+        assert "stamp.jar" in fetched, fetched
     # Executors are JVMs only: no process of the cluster ever ran Python.
     executor_commands = [c for c in cluster_commands if "CoarseGrainedExecutorBackend" in c]
     assert len(executor_commands) == WORKERS, cluster_commands
@@ -280,6 +339,26 @@ def test_installed_package_replicates_through_executors_on_both_workers(
     assert [a.duplicates for a in audits] == [[0]] * PARTITIONS
     assert sum(a.records for a in audits) == records
     assert [a.replicated for a in audits] == [a.records for a in audits]
+    # The user's transform ran on every record of the second topic, and only there.
+    copies = consume(west.bootstrap_servers, f"east.{stamped}", expected=100, timeout=30)
+    assert len(copies) == 100
+    assert all(dict(c.headers).get("stamped.by") == b"user-smt" for c in copies)
+
+
+def _user_smt_jar(directory: Path) -> Path:
+    """A jar with the user's own transform, compiled against Kafka Connect's API."""
+    from mirrorline import jvm
+
+    source = directory / "src" / "example" / "Stamp.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(USER_SMT)
+    classes = directory / "classes"
+    api = ":".join(str(j) for j in jvm.jars("connect-transforms"))
+    subprocess.run(["javac", "-d", str(classes), "-cp", api, str(source)], check=True)
+    jars = directory / "jars"
+    jars.mkdir()
+    subprocess.run(["jar", "cf", str(jars / "stamp.jar"), "-C", str(classes), "."], check=True)
+    return jars
 
 
 def _produce(bootstrap: str, topic: str, records: int) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,11 +37,15 @@ def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -
 
 
 @contextmanager
-def running_driver(config_file: Path, spark, work_dir: Path) -> Iterator[Driver]:
-    """Start a driver for every enabled flow (and heartbeats, as `mirrorline driver`
-    does); stop it (between batches) on exit."""
+def running_driver(
+    config_file: Path, spark, work_dir: Path, clusters: Iterable[str] | None = None
+) -> Iterator[Driver]:
+    """Start a driver for every enabled flow (into `clusters`, as `--clusters` selects;
+    and heartbeats, as `mirrorline driver` does); stop it (between batches) on exit."""
     config = load_config(config_file)
-    driver = Driver(select_flows(config, None), spark, work_dir, heartbeat_flows_for(config, None))
+    driver = Driver(
+        select_flows(config, clusters), spark, work_dir, heartbeat_flows_for(config, clusters)
+    )
     stop = threading.Event()
     failure: list[BaseException] = []
 

@@ -311,7 +311,15 @@ def test_totals_count_committed_batches_and_keep_the_latest_refusals(cluster):
             assert submit(
                 committer,
                 n,
-                result(start, start + 10, refused=2, dead_lettered=1, refusals=refusals),
+                result(
+                    start,
+                    start + 10,
+                    refused=2,
+                    dead_lettered=1,
+                    refusals=refusals,
+                    dropped=3,
+                    routed=1,
+                ),
             )
         assert committer.drain(WAIT_S)
         totals = committer.totals()
@@ -321,6 +329,8 @@ def test_totals_count_committed_batches_and_keep_the_latest_refusals(cluster):
             "records_refused": 8,
             "records_dead_lettered": 4,
             "records_already_committed": 0,
+            "records_dropped_by_transforms": 12,
+            "records_routed_by_transforms": 4,
         }
         assert totals.refusals == (
             "refused 1.1",

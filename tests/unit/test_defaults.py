@@ -69,6 +69,7 @@ MM2_DEFAULTS = {
     "offset.storage.topic": "",
     "group.id": "",
     "errors.tolerance": "none",
+    "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,
     "max.poll.records": 20000,

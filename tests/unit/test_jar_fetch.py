@@ -27,6 +27,15 @@ def test_the_connector_follows_the_installed_pyspark():
     assert coordinates == f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
 
 
+def test_connect_transforms_follow_the_kafka_client_the_writer_is_built_against():
+    # The writer runs Connect's transforms beside the Kafka client of Spark's connector.
+    pom = Path(jar_fetch.__file__).parents[2] / "jvm" / "writer" / "pom.xml"
+    found = [e.text for e in ET.parse(pom).iter() if e.tag.endswith("spark.kafka.clients.version")]
+    (coordinates,) = jar_fetch.jar_set("connect-transforms").coordinates
+    assert found == [jar_fetch.CONNECT_VERSION]
+    assert coordinates == f"org.apache.kafka:connect-transforms:{jar_fetch.CONNECT_VERSION}"
+
+
 def _filled(cache: Path, name: str, coordinates: list[str]) -> None:
     (cache / name).mkdir(parents=True)
     (cache / name / "some-1.0.jar").write_bytes(b"")

@@ -1,5 +1,6 @@
 """MM2 settings whose effect Mirrorline does not reproduce, and whose absence would change
-what lands on the target, are errors (exit 2) naming each line, never silently ignored."""
+what lands on the target, are errors (exit 2) naming each line, never silently ignored.
+(Single message transforms are applied: tests/unit/test_transforms_config.py.)"""
 
 from __future__ import annotations
 
@@ -19,25 +20,6 @@ def _check(tmp_path: Path, lines: str):
     path = tmp_path / "mm2.properties"
     path.write_text(FILE + lines)
     return CliRunner().invoke(app, ["config", "check", "--offline", str(path)])
-
-
-def test_transforms_and_predicates_at_every_level_are_errors(tmp_path: Path) -> None:
-    result = _check(
-        tmp_path,
-        "transforms = ins\n"
-        "transforms.ins.type = org.apache.kafka.connect.transforms.InsertHeader\n"
-        "a->b.predicates = p\n"
-        "b.transforms = drop\n",
-    )
-    assert result.exit_code == 2, result.output
-    assert "4 errors" in result.output
-    for line, key in ((5, "transforms"), (6, "transforms.ins.type"), (7, "a->b.predicates")):
-        assert f"mm2.properties:{line}: {key}: single message transforms are not supported yet" in (
-            result.output
-        )
-    assert "mm2.properties:8: b.transforms:" in result.output
-    assert "keep MirrorMaker 2 for the flows that need them" in result.output
-    assert "Traceback" not in result.output
 
 
 def test_a_converter_is_accepted_only_when_it_copies_bytes(tmp_path: Path) -> None:

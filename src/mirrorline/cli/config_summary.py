@@ -77,6 +77,8 @@ def flow_rows(flow: FlowConfig, runtime: Runtime | None) -> list[Row]:
     rows.append(("policy", _policy(flow)))
     rows.append(("mode", _mode(flow)))
     rows.append(("data path", _data_path(flow)))
+    if flow.transforms.transforms:
+        rows.append(("transforms", _transforms(flow)))
     on, off = loops(flow)
     rows.append(("control loops", ", ".join(on) or "none"))
     if off:
@@ -144,6 +146,16 @@ def _policy(flow: FlowConfig) -> str:
     except Exception:  # a custom policy may refuse the example name
         return name
     return f"{name} ({example})"
+
+
+def _transforms(flow: FlowConfig) -> str:
+    """Each transform in order: its name, its class's short name, and its guard."""
+    steps = []
+    for t in flow.transforms.transforms:
+        guard = f" unless {t.predicate}" if t.negate else f" if {t.predicate}"
+        short = t.plugin.class_name.rsplit(".", 1)[-1]
+        steps.append(f"{t.name} ({short}{guard if t.predicate else ''})")
+    return ", ".join(steps)
 
 
 def _mode(flow: FlowConfig) -> str:

@@ -13,6 +13,9 @@ on more than one of them:
 * the flow's client roles (`client_roles`), checked as far as the flow uses
   them: all of them if it replicates, the target's producer and admin client
   if it only emits heartbeats into a target with bootstrap servers;
+* the flow's single message transforms (`transforms`), from the winning
+  `transforms*`/`predicates*` lines and `header.converter`, checked for
+  enabled flows only;
 * checks across settings: bootstrap servers for an enabled flow, a dead
   letter topic that `errors.tolerance=none` never uses, real-time mode with
   exactly-once.
@@ -37,10 +40,18 @@ from mirrorline.config.model import (
     FlowConfig,
     Setting,
 )
-from mirrorline.config.ranking import Entry, Rank, client_candidates, flow_setting, policy_extras
+from mirrorline.config.ranking import (
+    Entry,
+    Rank,
+    client_candidates,
+    flow_setting,
+    policy_extras,
+    transform_lines,
+)
 from mirrorline.config.redact import shown
 from mirrorline.config.settings import FLOW_SETTINGS
 from mirrorline.config.start_position import StartPosition, parse_start_position
+from mirrorline.config.transforms import TransformChain, build_chain
 from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from mirrorline.policy import (
     DefaultReplicationPolicy,
@@ -82,10 +93,20 @@ class FlowBuilder:
         self._check_real_time(settings, f"{source}->{target}")
         extras = policy_extras(self.entries, source, target)
         policy = self._policy(settings, extras, source, target)
+        chain = TransformChain()
+        smt_lines = transform_lines(self.entries, source, target)
+        if enabled:
+            chain = build_chain(
+                smt_lines,
+                settings["header.converter"].value,
+                self.issues,
+                f"{source}->{target}",
+            )
         return FlowConfig(
             source=source,
             target=target,
-            settings={**settings, **extras},
+            # The chain's lines too, so that every listing shows them with their origins.
+            settings={**settings, **extras, **smt_lines},
             policy=policy,
             topic_filter=TopicFilter(
                 include=settings["topics"].value, exclude=settings["topics.exclude"].value
@@ -101,6 +122,7 @@ class FlowBuilder:
             clients=clients,
             java_clients=java_clients,
             client_issues=unchecked,
+            transforms=chain,
         )
 
     def _policy(

@@ -31,6 +31,7 @@ from mirrorline.config.ranking import Entry
 from mirrorline.config.redact import is_secret_key, shown
 from mirrorline.config.service_settings import SERVICE_SETTINGS
 from mirrorline.config.settings import FLOW_SETTINGS
+from mirrorline.config.transform_check import check_transforms
 from mirrorline.config.unapplied import converter_problem
 from mirrorline.config.values import parse_list
 
@@ -243,6 +244,8 @@ class _Loader:
             if source != target
         )
         self._check_reachability(flows, clusters)
+        if not self.issues.errors:  # the classes can only be checked in a sound file
+            check_transforms(flows, self.issues)
         return MirrorConfig(
             self.file, clusters, flows, tuple(unique_issues(self.issues.warnings)), self.service
         )

@@ -28,6 +28,7 @@ from mirrorline.config.origin import Origin
 from mirrorline.config.redact import REDACTED
 from mirrorline.config.settings import INTERVAL_LOOPS
 from mirrorline.config.start_position import StartPosition
+from mirrorline.config.transforms import TransformChain
 from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from mirrorline.policy import ReplicationPolicy, may_replicate
 
@@ -168,6 +169,8 @@ class FlowConfig:
     clients: Mapping[tuple[Side, ClientType], ClientSettings]
     java_clients: Mapping[tuple[Side, ClientType], ClientSettings]
     client_issues: tuple[ConfigIssue, ...] = ()
+    # Single message transforms run on each record; empty: records copied as they are.
+    transforms: TransformChain = field(default_factory=TransformChain)
 
     @property
     def name(self) -> str:

@@ -71,6 +71,7 @@ from mirrorline.config.model import CLIENT_TYPES, ClientType, Side
 from mirrorline.config.service_settings import PREFIX as SERVICE_PREFIX
 from mirrorline.config.service_settings import SERVICE_SETTINGS
 from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES
+from mirrorline.config.transforms import is_transform_key
 from mirrorline.config.unapplied import ignored_reason, unsupported
 
 __all__ = ["ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
@@ -116,7 +117,7 @@ class ClientSelector:
         return self.client is None or self.client == client
 
 
-PlacementKind = Literal["clusters", "flow", "client", "policy", "service", "ignored"]
+PlacementKind = Literal["clusters", "flow", "client", "policy", "smt", "service", "ignored"]
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,8 @@ def _within(
         return KeyProblem("clusters takes no prefix", "write it once, as `clusters = A, B`")
     if rest.startswith("replication.policy."):
         return place("policy", rest)
+    if is_transform_key(rest):
+        return place("smt", rest)
     refused = unsupported(rest)
     if refused is not None:
         return KeyProblem(*refused)

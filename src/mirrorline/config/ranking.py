@@ -25,7 +25,14 @@ from mirrorline.config.origin import Origin
 from mirrorline.config.precedence import ClientSelector, Level, Placement
 from mirrorline.config.settings import FLOW_SETTINGS
 
-__all__ = ["Entry", "Rank", "client_candidates", "flow_setting", "policy_extras"]
+__all__ = [
+    "Entry",
+    "Rank",
+    "client_candidates",
+    "flow_setting",
+    "policy_extras",
+    "transform_lines",
+]
 
 Rank = tuple[int, int, int]
 
@@ -67,10 +74,21 @@ def flow_setting(
 
 def policy_extras(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
     """The winning `replication.policy.*` lines of a flow, for its policy class."""
+    return _winning_lines(entries, "policy", source, target)
+
+
+def transform_lines(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
+    """The winning `transforms*` and `predicates*` lines of a flow, each key on its own."""
+    return _winning_lines(entries, "smt", source, target)
+
+
+def _winning_lines(
+    entries: Iterable[Entry], kind: str, source: str, target: str
+) -> dict[str, Setting[Any]]:
     winners: dict[str, tuple[Rank, Entry]] = {}
     for entry in entries:
         placement = entry.placement
-        if placement.kind != "policy" or not _flow_scope_matches(placement, source, target):
+        if placement.kind != kind or not _flow_scope_matches(placement, source, target):
             continue
         rank = (int(placement.level), 1, entry.index)
         if placement.name not in winners or rank > winners[placement.name][0]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from mirrorline.config.plugins import parse_plugin_path
 from mirrorline.config.start_position import parse_start_position
+from mirrorline.config.transforms import BYTE_ARRAY_CONVERTER, SIMPLE_HEADER_CONVERTER
 from mirrorline.config.values import (
     parse_bool,
     parse_choice,
@@ -68,6 +69,18 @@ def _filter_class(default: str, kind: str, instead: str) -> Callable[[str], str]
         return default
 
     return parse
+
+
+def _header_converter(text: str) -> str:
+    """MM2's header converter: the two whose effect on headers the writer has."""
+    name = text.strip()
+    for known in (BYTE_ARRAY_CONVERTER, SIMPLE_HEADER_CONVERTER):
+        if name in (known, known.rsplit(".", 1)[-1]):
+            return known
+    raise ValueError(
+        f"{name} would change headers in a way Mirrorline does not reproduce; use "
+        f"{BYTE_ARRAY_CONVERTER} (MM2's default) or {SIMPLE_HEADER_CONVERTER}"
+    )
 
 
 def _not_blank(text: str) -> str:
@@ -292,6 +305,14 @@ _SPECS = [
         "none",
         parse_choice(("none", "all")),
         "Mirrorline: `none` stops the flow on a record it cannot write; `all` skips it.",
+    ),
+    SettingSpec(
+        "header.converter",
+        BYTE_ARRAY_CONVERTER,
+        _header_converter,
+        "How headers become bytes after single message transforms, as in MM2: the byte "
+        "array converter (headers must stay bytes) or SimpleHeaderConverter (every header "
+        "as text, bytes in Base64).",
     ),
     SettingSpec(
         "errors.deadletterqueue.topic.name",

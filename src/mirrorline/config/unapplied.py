@@ -5,10 +5,11 @@ REST, offset storage, converters, ...) and a few things Mirrorline decides for
 itself. So that such a file loads unchanged, these settings are accepted and
 ignored, each with a warning that says why (`IGNORED`, `IGNORED_PREFIXES`).
 Ignoring is only safe for a setting that does not change what lands on the
-target: single message transforms, and converters other than the one that
-copies bytes, are refused with an error instead (`UNSUPPORTED_PREFIXES`,
-`converter_problem`), since ignoring them would copy other records than
-MirrorMaker 2 does with the same file.
+target: key and value converters other than the one that copies bytes are
+refused with an error instead (`converter_problem`, and `UNSUPPORTED_PREFIXES`
+for whole families of settings), since ignoring them would copy other records
+than MirrorMaker 2 does with the same file. Single message transforms and
+`header.converter` are flow settings (`transforms`, `settings`).
 
 The flow settings Mirrorline applies are in `settings`; the Java client
 settings it ignores or refuses, in `clients`.
@@ -83,25 +84,13 @@ IGNORED_PREFIXES: dict[str, str] = {
 }
 
 
-_SMT = (
-    "single message transforms are not supported yet, and ignoring them would change "
-    "what lands on the target"
-)
-_SMT_FIX = (
-    "remove the transforms and predicates lines for flows Mirrorline runs, or keep "
-    "MirrorMaker 2 for the flows that need them"
-)
-
-#: Prefixes of MM2 settings that Mirrorline does not apply yet and that change what lands
+#: Prefixes of MM2 settings that Mirrorline does not apply and that change what lands
 #: on the target: errors, never ignored. (what is wrong, what to do)
-UNSUPPORTED_PREFIXES: dict[str, tuple[str, str]] = {
-    "transforms": (_SMT, _SMT_FIX),
-    "predicates": (_SMT, _SMT_FIX),
-}
+UNSUPPORTED_PREFIXES: dict[str, tuple[str, str]] = {}
 
 #: The converter that copies bytes as they are: the only one whose effect Mirrorline has.
 BYTE_ARRAY_CONVERTER = "org.apache.kafka.connect.converters.ByteArrayConverter"
-_CONVERTERS = ("key.converter", "value.converter", "header.converter")
+_CONVERTERS = ("key.converter", "value.converter")
 
 
 def converter_problem(name: str, value: str) -> tuple[str, str] | None:

@@ -7,7 +7,9 @@ the batch's offset ranges with source consumers kept on their executor (Spark's
 own readers re-query the partition's offsets after every poll and drop what
 they fetched ahead) and send each record with a Kafka producer kept there
 too: same partition, key, value (null kept), headers and original
-timestamp; provenance headers where the policy needs them; refused records
+timestamp; provenance headers where the policy needs them; the flow's single
+message transforms where it has some (Kafka Connect's classes, run as MM2
+runs them: see `config.transforms`); refused records
 stopped, skipped or dead-lettered as `errors.tolerance` says; in exactly-once
 mode one transaction per source partition (see `transactional`). Records never
 enter Python: per-record work in Python cost more CPU than all of MirrorMaker 2
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.sync_points import sync_points_of_runs
@@ -64,6 +67,8 @@ class WriteSpec:
     tasks_max: int | None = None  # most tasks of a batch; None: one per source partition
     # Remote topic -> its max.message.bytes; larger records are refused before sending.
     size_limits: Mapping[str, int] = field(default_factory=dict)
+    # The flow's single message transforms (`TransformChain.as_json`); None: copy as is.
+    transforms: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
         eos = self.exactly_once
@@ -84,6 +89,7 @@ class WriteSpec:
                 "tolerate_refusals": self.tolerate_refusals,
                 "dead_letter_topic": self.dead_letter_topic,
                 "size_limits": dict(self.size_limits),
+                "transforms": self.transforms,
                 "exactly_once": None
                 if eos is None
                 else {
@@ -123,6 +129,11 @@ class PartitionResult:
     latency_sum_ms: int = 0
     latency_min_ms: int = 0
     latency_max_ms: int = 0
+    # Not written to the remote topic because of the flow's transforms: dropped (a
+    # filter), or routed to another topic or partition (written there). Left out of
+    # the offset mapping: translation treats them as it treats source gaps.
+    dropped: int = 0
+    routed: int = 0
 
     @property
     def source_partition(self) -> tuple[str, int]:
@@ -161,7 +172,7 @@ def producer_settings(
 
 def partition_result(row: Mapping, lag_max: int) -> PartitionResult:
     """One summary of the writer's JSON; its exact offset mapping becomes offset syncs."""
-    plain = {f.name: row[f.name] for f in fields(PartitionResult) if f.name in _PLAIN}
+    plain = {name: row[name] for name in _PLAIN if name in row}
     runs = [(int(s), int(t), int(n)) for s, t, n in row["runs"]]
     return PartitionResult(
         **plain,

@@ -33,6 +33,8 @@ class BatchOutcome:
     refused: int = 0  # records refused by the target
     dead_lettered: int = 0  # of those, written to the dead-letter topic
     skipped: int = 0  # records a replayed exactly-once batch found already committed
+    dropped: int = 0  # records a single message transform dropped
+    routed: int = 0  # records a transform sent to another topic or partition
     refusals: tuple[str, ...] = ()
     results: tuple[PartitionResult, ...] = ()  # what each task wrote, for the raw metrics
 
@@ -60,6 +62,8 @@ class Totals:
     refused: int = 0
     dead_lettered: int = 0
     skipped_committed: int = 0
+    dropped: int = 0
+    routed: int = 0
     refusals: tuple[str, ...] = ()  # the latest few, newest last
     batches: int = 0
 
@@ -71,6 +75,8 @@ class Totals:
             refused=self.refused + batch.refused,
             dead_lettered=self.dead_lettered + batch.dead_lettered,
             skipped_committed=self.skipped_committed + batch.skipped,
+            dropped=self.dropped + batch.dropped,
+            routed=self.routed + batch.routed,
             refusals=(self.refusals + batch.refusals)[-RECENT_REFUSALS:],
             batches=self.batches + 1,
         )
@@ -83,6 +89,8 @@ class Totals:
             "records_refused": self.refused,
             "records_dead_lettered": self.dead_lettered,
             "records_already_committed": self.skipped_committed,
+            "records_dropped_by_transforms": self.dropped,
+            "records_routed_by_transforms": self.routed,
         }
 
 
@@ -113,6 +121,8 @@ def batch_commit(
             refused=sum(r.refused for r in results),
             dead_lettered=sum(r.dead_lettered for r in results),
             skipped=sum(r.skipped for r in results),
+            dropped=sum(r.dropped for r in results),
+            routed=sum(r.routed for r in results),
             refusals=tuple(text for r in results for text in r.refusals),
             results=tuple(results),
         ),

@@ -101,6 +101,7 @@ def write_spec(
         dead_letter_topic=settings.dead_letter_topic,
         exactly_once=exactly_once,
         tasks_max=settings.tasks_max,
+        transforms=context.flow.transforms.as_json(),
     )
 
 

@@ -57,9 +57,12 @@ def _ignore_sigterm_in_jvm_child() -> None:
 # Runs in children forked with a preexec function, as PySpark launches the JVM.
 os.register_at_fork(after_in_child=_ignore_sigterm_in_jvm_child)
 
-# The jar sets (see `mirrorline.jvm`) that executors load, in order:
-# Spark's Kafka connector and Mirrorline's writer.
-EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka", "mirrorline-writer")
+# The jar sets (see `mirrorline.jvm`) that executors load, in order: Spark's Kafka
+# connector, Kafka Connect's transforms and Mirrorline's writer. The transforms go
+# always, not only for flows that have some: they add well under a megabyte (Spark
+# has the Kafka client they use), and one classpath for every flow is simpler to
+# reason about than one that changes with the file.
+EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka", "connect-transforms", "mirrorline-writer")
 
 # Conservative for a 2-core / 24 GiB machine: the driver plans micro-batches and runs
 # control loops; in local mode its JVM also runs the tasks that move the records.

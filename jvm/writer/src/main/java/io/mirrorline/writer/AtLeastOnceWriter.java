@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Function;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 
 /**
@@ -33,6 +34,7 @@ final class AtLeastOnceWriter {
   private final Deliveries deliveries = new Deliveries();
   private final Function<Map<String, String>, ProducerPool.Lease> leasing;
   private ProducerPool.Lease lease;
+  private TransformChain chain; // null: records are copied as they are
 
   /** {@code leasing}: {@link ProducerPool#own} or {@link ProducerPool#shared}. */
   AtLeastOnceWriter(WriteSpec spec, Function<Map<String, String>, ProducerPool.Lease> leasing) {
@@ -68,6 +70,7 @@ final class AtLeastOnceWriter {
 
   /** Start writing with a producer from the executor's pool. */
   void open() {
+    chain = TransformChain.start(spec.transforms);
     lease = leasing.apply(spec.producer);
   }
 
@@ -81,6 +84,10 @@ final class AtLeastOnceWriter {
       log.filtered++;
       return;
     }
+    if (chain != null) {
+      acceptTransformed(log, record, remote);
+      return;
+    }
     Refusal tooLarge = copies.oversized(record, headers, remote);
     if (tooLarge != null) {
       copies.refusedOrRaise(tooLarge);
@@ -88,6 +95,29 @@ final class AtLeastOnceWriter {
       return;
     }
     copies.send(lease.producer(), deliveries, log, record, remote, headers, failed);
+  }
+
+  /** Send the record's transformed copy, or count why it is not sent. */
+  private void acceptTransformed(PartitionLog log, SourceRecord record, String remote) {
+    ProducerRecord<byte[], byte[]> copy;
+    Refusal refusal;
+    try {
+      copy = copies.transformed(chain, record, remote);
+      if (copy == null) {
+        log.dropped++;
+        return;
+      }
+      refusal = copies.oversized(record, copy);
+    } catch (TransformChain.Failed e) {
+      copy = null;
+      refusal = Refusal.transformFailed(record, remote, e);
+    }
+    if (refusal != null) {
+      copies.refusedOrRaise(refusal);
+      refused.add(new Refused(record, refusal));
+      return;
+    }
+    copies.send(lease.producer(), deliveries, log, record, copy, remote, failed);
   }
 
   /**
@@ -98,7 +128,7 @@ final class AtLeastOnceWriter {
     try {
       deliveries.awaitAll();
       for (Copies.Failure f : failed) {
-        Refusal refusal = Refusal.of(f.record, spec.remoteTopic(f.record.topic), f.error);
+        Refusal refusal = Refusal.of(f.record, f.topic, f.error);
         if (!(Refusal.isRefusal(f.error) && spec.tolerateRefusals)) {
           throw new DeliveryFailed("flow " + spec.flow + ": " + refusal.describe()
               + (failed.size() > 1 ? " (and " + (failed.size() - 1) + " more)" : ""));
@@ -112,6 +142,7 @@ final class AtLeastOnceWriter {
     }
     lease.giveBack();
     lease = null;
+    closeChain();
     return logs.all();
   }
 
@@ -120,6 +151,14 @@ final class AtLeastOnceWriter {
     if (lease != null) {
       lease.discard();
       lease = null;
+    }
+    closeChain();
+  }
+
+  private void closeChain() {
+    if (chain != null) {
+      chain.close();
+      chain = null;
     }
   }
 

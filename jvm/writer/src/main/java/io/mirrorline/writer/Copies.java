@@ -1,7 +1,7 @@
 package io.mirrorline.writer;
 
 import java.util.Queue;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -50,27 +50,89 @@ final class Copies {
     for (Header h : headers) {
       size += h.key().length() + (h.value() == null ? 0 : h.value().length);
     }
-    if (size <= limit) {
-      return null;
-    }
-    return new Refusal(record.topic, record.partition, record.offset, remote, "MESSAGE_TOO_LARGE",
+    return size <= limit ? null : tooLarge(record, remote, size, limit);
+  }
+
+  private static Refusal tooLarge(SourceRecord record, String topic, long size, int limit) {
+    return new Refusal(record.topic, record.partition, record.offset, topic, "MESSAGE_TOO_LARGE",
         "record too large: about " + size + " bytes, over the topic's max.message.bytes ("
             + limit + ")");
+  }
+
+  /**
+   * The record's copy through the flow's transforms, or null when one dropped it. The
+   * transforms see the record's own headers; provenance is marked on what they return.
+   * {@link TransformChain.Failed} names what failed.
+   */
+  ProducerRecord<byte[], byte[]> transformed(TransformChain chain, SourceRecord record,
+      String remote) {
+    ProducerRecord<byte[], byte[]> copy = chain.apply(record, remote, record.headers);
+    if (copy != null && spec.provenance != null) {
+      copy.headers().add(Provenance.HEADER, spec.provenance.mark(record.topic));
+    }
+    return copy;
+  }
+
+  /** {@link #oversized(SourceRecord, Header[], String)} for a transformed copy. */
+  Refusal oversized(SourceRecord record, ProducerRecord<byte[], byte[]> copy) {
+    Integer limit = spec.sizeLimits.get(copy.topic());
+    if (limit == null) {
+      return null;
+    }
+    long size = RECORD_OVERHEAD + (copy.key() == null ? 0 : copy.key().length)
+        + (copy.value() == null ? 0 : copy.value().length);
+    for (Header h : copy.headers()) {
+      size += h.key().length() + (h.value() == null ? 0 : h.value().length);
+    }
+    return size <= limit ? null : tooLarge(record, copy.topic(), size, limit);
   }
 
   /** A record whose delivery report was an error. */
   static final class Failure {
     final SourceRecord record;
+    final String topic; // where it was sent
     final Exception error;
 
-    Failure(SourceRecord record, Exception error) {
+    Failure(SourceRecord record, String topic, Exception error) {
       this.record = record;
+      this.topic = topic;
       this.error = error;
     }
   }
 
+  /**
+   * Send a transformed copy. On the remote topic, in the record's own partition, it is a
+   * copy like any other and the log maps its offsets; anywhere else a transform routed
+   * it: written, counted, and left out of the offset mapping, which for the remote
+   * topic's partition then reads like a source gap (the next copied record follows).
+   */
+  void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+      SourceRecord record, ProducerRecord<byte[], byte[]> copy, String remote,
+      Queue<Failure> failures) {
+    Integer partition = copy.partition();
+    if (copy.topic().equals(remote) && partition != null && partition == record.partition) {
+      int index = log.noteSent(record);
+      producer.send(copy, deliveries.track((metadata, error) -> {
+        if (error == null) {
+          log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
+        } else {
+          log.refusedAt(index);
+          failures.add(new Failure(record, remote, error));
+        }
+      }));
+      return;
+    }
+    producer.send(copy, deliveries.track((metadata, error) -> {
+      if (error == null) {
+        log.routedDelivered();
+      } else {
+        failures.add(new Failure(record, copy.topic(), error));
+      }
+    }));
+  }
+
   /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
-  void send(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+  void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, String remote, Header[] headers, Queue<Failure> failures) {
     int index = log.noteSent(record);
     producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
@@ -78,7 +140,7 @@ final class Copies {
         log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
       } else {
         log.refusedAt(index);
-        failures.add(new Failure(record, error));
+        failures.add(new Failure(record, remote, error));
       }
     }));
   }
@@ -92,7 +154,7 @@ final class Copies {
    * Count a refused record in its log and, when there is a dead-letter topic, send it
    * there; a failed send joins {@code errors}, described (see {@link #raiseDeadLetterError}).
    */
-  void refused(KafkaProducer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+  void refused(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, Refusal refusal, Queue<String> errors) {
     log.refusals.add(refusal);
     if (spec.deadLetterTopic == null) {

@@ -58,6 +58,7 @@ final class ExactlyOnceWriter {
 
   private final WriteSpec spec;
   private final Copies copies;
+  private TransformChain chain; // null: records are copied as they are
 
   ExactlyOnceWriter(WriteSpec spec) {
     this.spec = spec;
@@ -76,8 +77,15 @@ final class ExactlyOnceWriter {
   Collection<PartitionLog> write(Iterator<SourceRecord> records) {
     Peeking input = new Peeking(records);
     List<PartitionLog> logs = new ArrayList<>();
-    while (input.hasNext()) {
-      logs.add(new PartitionTransaction(input.peek()).run(input));
+    chain = TransformChain.start(spec.transforms);
+    try {
+      while (input.hasNext()) {
+        logs.add(new PartitionTransaction(input.peek()).run(input));
+      }
+    } finally {
+      if (chain != null) {
+        chain.close();
+      }
     }
     return logs;
   }
@@ -218,10 +226,24 @@ final class ExactlyOnceWriter {
           continue;
         }
         Refusal found = refused.get(record.offset);
-        if (found == null) {
+        ProducerRecord<byte[], byte[]> copy = null;
+        if (found == null && chain != null) {
+          try {
+            copy = copies.transformed(chain, record, remote);
+            if (copy == null) {
+              log.dropped++;
+              continue;
+            }
+            found = copies.oversized(record, copy);
+          } catch (TransformChain.Failed e) {
+            found = Refusal.transformFailed(record, remote, e);
+          }
+        } else if (found == null) {
           found = copies.oversized(record, headers, remote);
         }
-        if (found == null) {
+        if (found == null && copy != null) {
+          copies.send(producer, deliveries, log, record, copy, remote, failures);
+        } else if (found == null) {
           copies.send(producer, deliveries, log, record, remote, headers, failures);
         } else {
           copies.refusedOrRaise(found);
@@ -252,7 +274,7 @@ final class ExactlyOnceWriter {
         if (reused && isFencing(error)) {
           throw new StaleProducer();
         }
-        Refusal found = Refusal.of(record, remote, error);
+        Refusal found = Refusal.of(record, failure.topic, error);
         if (!Refusal.isRefusal(error)) {
           throw new DeliveryFailed("flow " + spec.flow + ": " + found.describe());
         }

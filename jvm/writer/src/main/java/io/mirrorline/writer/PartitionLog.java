@@ -25,6 +25,8 @@ final class PartitionLog {
   long nextOffset; // after the last record seen, written or not
   long filtered; // not written: provenance says the target had the record before
   long skipped; // not written: an earlier attempt already committed it (exactly-once)
+  long dropped; // not written: a transform dropped it
+  private long routed; // written elsewhere: a transform routed it to another topic or partition
   long bytes;
   long minTimestamp = Long.MAX_VALUE;
   // Replication latency of the records the target acknowledged: the time of the
@@ -76,6 +78,11 @@ final class PartitionLog {
     }
   }
 
+  /** The target acknowledged a record that a transform routed away from the remote topic. */
+  synchronized void routedDelivered() {
+    routed++;
+  }
+
   synchronized void refusedAt(int index) {
     targetOffsets[index] = REFUSED;
   }
@@ -98,6 +105,8 @@ final class PartitionLog {
     row.put("records", (long) count);
     row.put("filtered", filtered);
     row.put("skipped", skipped);
+    row.put("dropped", dropped);
+    row.put("routed", routed);
     row.put("refused", (long) refusals.size());
     row.put("dead_lettered", deadLettered);
     row.put("refusals", described);

@@ -49,6 +49,15 @@ final class Refusal {
         || error instanceof PolicyViolationException;
   }
 
+  /** Code of a record a transform (or MM2's converters after it) failed on. */
+  static final String TRANSFORM_FAILED = "TRANSFORM_FAILED";
+
+  /** A record the flow's transforms failed on: never sent, handled as a refusal. */
+  static Refusal transformFailed(SourceRecord record, String remote, TransformChain.Failed error) {
+    return new Refusal(record.topic, record.partition, record.offset, remote, TRANSFORM_FAILED,
+        error.getMessage());
+  }
+
   static Refusal of(SourceRecord record, String targetTopic, Exception error) {
     return new Refusal(record.topic, record.partition, record.offset, targetTopic,
         Errors.forException(error).name(), what(error) + ": " + error.getMessage());
@@ -72,6 +81,9 @@ final class Refusal {
   }
 
   String describe() {
+    if (TRANSFORM_FAILED.equals(code)) {
+      return "the record from " + topic + "[" + partition + "] offset " + offset + ": " + message;
+    }
     return targetTopic + "[" + partition + "] refused the record from source offset " + offset
         + ": " + message;
   }

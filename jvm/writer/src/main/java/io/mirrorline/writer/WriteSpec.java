@@ -35,6 +35,8 @@ public final class WriteSpec implements Serializable {
   final int tasksMax;
   /** Null in at-least-once mode. */
   final ExactlyOnce exactlyOnce;
+  /** The flow's single message transforms; null when records are copied as they are. */
+  final TransformChain.Spec transforms;
 
   /** Where exactly-once tasks keep their progress (see {@link ExactlyOnceWriter}). */
   static final class ExactlyOnce implements Serializable {
@@ -74,6 +76,7 @@ public final class WriteSpec implements Serializable {
     }
     sizeLimits = Collections.unmodifiableMap(limits);
     JsonNode eos = json.path("exactly_once");
+    transforms = TransformChain.Spec.parse(json.path("transforms"));
     exactlyOnce = eos.isObject()
         ? new ExactlyOnce(
             eos.get("progress_topic").asText(),

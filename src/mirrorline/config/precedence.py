@@ -73,7 +73,7 @@ from mirrorline.config.service_settings import SERVICE_SETTINGS
 from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES
 from mirrorline.config.unapplied import ignored_reason, unsupported
 
-__all__ = ["ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
+__all__ = ["UNKNOWN", "ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
 
 _SIDES: tuple[Side, ...] = ("source", "target")
 
@@ -117,6 +117,12 @@ class ClientSelector:
 
 
 PlacementKind = Literal["clusters", "flow", "client", "policy", "service", "ignored"]
+
+
+#: The note of a key Mirrorline does not know (passed on to a flow's Java classes).
+UNKNOWN = (
+    "not a setting Mirrorline knows (a Java class of the file may read it); check the spelling"
+)
 
 
 @dataclass(frozen=True)
@@ -310,7 +316,7 @@ def _unknown(rest: str, level: Level, aliases: Sequence[str]) -> Placement | Key
         level,
         "ignored",
         rest,
-        note="not a setting Mirrorline knows; check the spelling",
+        note=UNKNOWN,
     )
 
 

@@ -15,17 +15,24 @@ beats a broader one for client settings; last, the later line wins.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from mirrorline.config.clients import client_types
 from mirrorline.config.model import ClientType, Setting, Side
 from mirrorline.config.origin import Origin
-from mirrorline.config.precedence import ClientSelector, Level, Placement
+from mirrorline.config.precedence import UNKNOWN, ClientSelector, Level, Placement
 from mirrorline.config.settings import FLOW_SETTINGS
 
-__all__ = ["Entry", "Rank", "client_candidates", "flow_setting", "policy_extras"]
+__all__ = [
+    "Entry",
+    "Rank",
+    "client_candidates",
+    "flow_setting",
+    "policy_extras",
+    "unknown_settings",
+]
 
 Rank = tuple[int, int, int]
 
@@ -67,10 +74,21 @@ def flow_setting(
 
 def policy_extras(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
     """The winning `replication.policy.*` lines of a flow, for its policy class."""
+    return _winners(entries, source, target, lambda p: p.kind == "policy")
+
+
+def unknown_settings(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
+    """The winning lines of a flow that Mirrorline does not know: a Java class's own settings."""
+    return _winners(entries, source, target, lambda p: p.kind == "ignored" and p.note == UNKNOWN)
+
+
+def _winners(
+    entries: Iterable[Entry], source: str, target: str, wanted: Callable[[Placement], bool]
+) -> dict[str, Setting[Any]]:
     winners: dict[str, tuple[Rank, Entry]] = {}
     for entry in entries:
         placement = entry.placement
-        if placement.kind != "policy" or not _flow_scope_matches(placement, source, target):
+        if not wanted(placement) or not _flow_scope_matches(placement, source, target):
             continue
         rank = (int(placement.level), 1, entry.index)
         if placement.name not in winners or rank > winners[placement.name][0]:

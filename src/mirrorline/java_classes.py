@@ -1,0 +1,157 @@
+"""A file's own Java policy and filters, as Mirrorline's policy and filter types.
+
+Each type here answers what its Python counterpart answers by asking the Java
+object (`java_bridge.JavaObject`, answers kept per process), so every part of
+Mirrorline that takes a `ReplicationPolicy`, `TopicFilter`, `GroupFilter` or
+`ConfigPropertyFilter` works with a Java class unchanged.
+
+The topic and group filters keep the run-time allow and deny lists
+(`mirrorline topics` / `groups`, see `control.flow_control`): with a Java filter
+the file's lists are empty (MM2 hands `topics` and `groups` to the class, which
+decides), and the entries added at run time decide before the class does: a
+name denied or matching an added exclude entry is never replicated, one allowed
+or matching an added include entry always is, any other name is the class's
+call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
+from mirrorline.java_bridge import JavaCallError, JavaObject
+from mirrorline.policy import ReplicationPolicy
+
+__all__ = [
+    "JavaConfigPropertyFilter",
+    "JavaGroupFilter",
+    "JavaReplicationPolicy",
+    "JavaTopicFilter",
+    "is_java",
+]
+
+
+@dataclass(frozen=True)
+class JavaReplicationPolicy(ReplicationPolicy):
+    """MM2's `ReplicationPolicy` implemented by a Java class.
+
+    Its names show where a topic came from only if the class's `topicSource`
+    says so: as in MM2, loops are detected from what it answers.
+    """
+
+    java: JavaObject
+
+    def __repr__(self) -> str:
+        # Equal for every flow naming the same class with the same policy settings
+        # (`client.policy_of_cluster` compares policies by their repr).
+        own = ", ".join(
+            f"{k}={v}"
+            for k, v in self.java.settings
+            if k.startswith("replication.policy.") and k != "replication.policy.class"
+        )
+        return f"JavaReplicationPolicy({self.java.class_name}{', ' + own if own else ''})"
+
+    def format_remote_topic(self, source_alias: str, topic: str) -> str:
+        return self._name("formatRemoteTopic", source_alias, topic)
+
+    def topic_source(self, topic: str) -> str | None:
+        return self.java.call("topicSource", topic)
+
+    def upstream_topic(self, topic: str) -> str | None:
+        return self.java.call("upstreamTopic", topic)
+
+    def original_topic(self, topic: str) -> str:
+        return self._name("originalTopic", topic)
+
+    def heartbeats_topic(self) -> str:
+        return self._name("heartbeatsTopic")
+
+    def offset_syncs_topic(self, cluster_alias: str) -> str:
+        return self._name("offsetSyncsTopic", cluster_alias)
+
+    def checkpoints_topic(self, cluster_alias: str) -> str:
+        return self._name("checkpointsTopic", cluster_alias)
+
+    def is_heartbeats_topic(self, topic: str) -> bool:
+        return self.java.test("isHeartbeatsTopic", topic)
+
+    def is_checkpoints_topic(self, topic: str) -> bool:
+        return self.java.test("isCheckpointsTopic", topic)
+
+    def is_mirror_internal_topic(self, topic: str) -> bool:
+        return self.java.test("isMM2InternalTopic", topic)
+
+    def is_internal_topic(self, topic: str) -> bool:
+        return self.java.test("isInternalTopic", topic)
+
+    def _name(self, method: str, *args: str) -> str:
+        name = self.java.call(method, *args)
+        if not name:
+            raise JavaCallError(
+                f"{self.java.class_name}.{method}({', '.join(args)}) returned no topic name"
+            )
+        return name
+
+
+@dataclass(frozen=True)
+class JavaTopicFilter(TopicFilter):
+    """MM2's `TopicFilter` implemented by a Java class, under the run-time lists.
+
+    `include` and `exclude` hold only entries added at run time (see the module).
+    """
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    java: JavaObject = field(kw_only=True)
+
+    def matches(self, name: str) -> bool:
+        listed = self.listed(name)
+        if listed is not None:
+            return listed
+        return self.java.test("shouldReplicateTopic", name)
+
+    def java_pattern(self) -> str:
+        raise TypeError(
+            f"the topic filter {self.java.class_name} is Java code, not a pattern: "
+            "subscribe to the topics it selects"
+        )
+
+
+@dataclass(frozen=True)
+class JavaGroupFilter(GroupFilter):
+    """MM2's `GroupFilter` implemented by a Java class, under the run-time lists."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    java: JavaObject = field(kw_only=True)
+
+    def matches(self, name: str) -> bool:
+        listed = self.listed(name)
+        if listed is not None:
+            return listed
+        return self.java.test("shouldReplicateGroup", name)
+
+    def java_pattern(self) -> str:
+        raise TypeError(f"the group filter {self.java.class_name} is Java code, not a pattern")
+
+
+@dataclass(frozen=True)
+class JavaConfigPropertyFilter(ConfigPropertyFilter):
+    """MM2's `ConfigPropertyFilter` implemented by a Java class."""
+
+    exclude: tuple[str, ...] = ()
+    java: JavaObject = field(kw_only=True)
+
+    def should_replicate(self, prop: str) -> bool:
+        return self.java.test("shouldReplicateConfigProperty", prop)
+
+    def should_replicate_source_default(self, prop: str) -> bool:
+        # As the Python filter: a source default is copied only if the property is.
+        return self.should_replicate(prop) and self.java.test("shouldReplicateSourceDefault", prop)
+
+
+def is_java(thing: object) -> bool:
+    """True for a policy or filter backed by a Java class."""
+    return isinstance(
+        thing, JavaReplicationPolicy | JavaTopicFilter | JavaGroupFilter | JavaConfigPropertyFilter
+    )

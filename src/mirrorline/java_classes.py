@@ -28,6 +28,7 @@ __all__ = [
     "JavaReplicationPolicy",
     "JavaTopicFilter",
     "is_java",
+    "shown_class",
 ]
 
 
@@ -154,4 +155,12 @@ def is_java(thing: object) -> bool:
     """True for a policy or filter backed by a Java class."""
     return isinstance(
         thing, JavaReplicationPolicy | JavaTopicFilter | JavaGroupFilter | JavaConfigPropertyFilter
+    )
+
+
+def shown_class(thing: object) -> str:
+    """The class as people know it: the Java class's name, else the Python type's."""
+    java = getattr(thing, "java", None)
+    return (
+        java.class_name if is_java(thing) and isinstance(java, JavaObject) else type(thing).__name__
     )

@@ -17,8 +17,8 @@ from mirrorline.control.flow_control import LISTS, FlowControl, ListName
 from mirrorline.java_classes import (
     JavaConfigPropertyFilter,
     JavaGroupFilter,
-    JavaReplicationPolicy,
     JavaTopicFilter,
+    shown_class,
 )
 
 Row = tuple[str, str]
@@ -155,12 +155,7 @@ def _patterns(entries: tuple[str, ...]) -> str:
 
 
 def _policy(flow: FlowConfig) -> str:
-    policy = flow.policy
-    name = (
-        policy.java.class_name
-        if isinstance(policy, JavaReplicationPolicy)
-        else type(policy).__name__
-    )
+    name = shown_class(flow.policy)
     try:
         example = f"orders → {flow.remote_topic('orders')}"
     except Exception:  # a custom policy may refuse the example name

@@ -89,7 +89,7 @@ class FlowBuilder:
         self._check_dead_letters(settings)
         self._check_real_time(settings, f"{source}->{target}")
         extras = policy_extras(self.entries, source, target)
-        classes = self._classes(settings, extras, source, target)
+        classes = self._classes(settings, extras, source, target, checked)
         policy = self._policy(settings, classes)
         return FlowConfig(
             source=source,
@@ -111,13 +111,15 @@ class FlowBuilder:
         extras: dict[str, Setting[Any]],
         source: str,
         target: str,
+        checked: set[Role],
     ) -> ClassSettings:
         """The flow's class settings; its classes are configured with these texts."""
         unknown = unknown_settings(self.entries, source, target)
         texts = {name: s.text for name, s in {**unknown, **settings, **extras}.items()}
         texts["source.cluster.alias"] = source
         texts["target.cluster.alias"] = target
-        return ClassSettings(settings, texts, self.issues)
+        enabled = bool(settings["enabled"].value)
+        return ClassSettings(settings, texts, self.issues, bool(checked), enabled)
 
     def _policy(
         self, settings: dict[str, Setting[Any]], classes: ClassSettings

@@ -8,7 +8,10 @@ flow's `plugin.path` holds it; such a class is loaded and configured in the
 Java plugin bridge (`mirrorline.java_bridge`) while the file loads, so that a
 class that is missing, implements the wrong interface or throws in
 `configure` is a configuration error naming the key, reported by
-`mirrorline config check` with every other problem.
+`mirrorline config check` with every other problem. As with client settings,
+only what a flow uses is checked: every class of an enabled flow, the policy
+of a flow that only emits heartbeats; the classes of other flows load when
+first asked.
 
 As MM2 does with a connector's properties, each class is configured with the
 flow's settings as text, the flow's `replication.policy.*` lines, the keys
@@ -60,6 +63,10 @@ class ClassSettings:
     settings: Mapping[str, Setting[Any]]
     configuration: Mapping[str, str]
     issues: IssueLog
+    # Which classes are loaded now (the others on first use): those the flow uses,
+    # as for its client roles. MM2 creates no class of a flow it does not run.
+    check_policy: bool = True
+    check_filters: bool = True
 
     @property
     def jars(self) -> tuple[Path, ...]:
@@ -80,7 +87,7 @@ class ClassSettings:
 
     def java_policy(self) -> JavaReplicationPolicy | None:
         """The Java replication policy, or None (an error is noted) if it cannot serve."""
-        java = self._load("replication.policy.class", "replication-policy")
+        java = self._load("replication.policy.class", "replication-policy", self.check_policy)
         return None if java is None else JavaReplicationPolicy(java)
 
     def topic_filter(self) -> TopicFilter:
@@ -123,11 +130,13 @@ class ClassSettings:
                 f"add the jar holding it to plugin.path, or use {lists} with {default}",
             )
             return None
-        return self._load(key, kind)
+        return self._load(key, kind, self.check_filters)
 
-    def _load(self, key: str, kind: Kind) -> JavaObject | None:
+    def _load(self, key: str, kind: Kind, now: bool) -> JavaObject | None:
         setting = self.settings[key]
         java = JavaObject(kind, setting.value, self.jars, tuple(sorted(self.configuration.items())))
+        if not now:
+            return java
         try:
             java.load()
         except JavaClassError as exc:

@@ -249,7 +249,7 @@ def _within(
         return place("client", rest, selector=ClientSelector())
     if rest.startswith(("ssl.", "sasl.")):
         return _unknown_client_setting(rest)
-    return _unknown(rest, level, aliases)
+    return _unknown(rest, level, aliases, cluster, flow)
 
 
 def _check_client_key(
@@ -303,7 +303,13 @@ def _unknown_client_setting(name: str) -> KeyProblem:
     )
 
 
-def _unknown(rest: str, level: Level, aliases: Sequence[str]) -> Placement | KeyProblem:
+def _unknown(
+    rest: str,
+    level: Level,
+    aliases: Sequence[str],
+    cluster: str | None,
+    flow: tuple[str, str] | None,
+) -> Placement | KeyProblem:
     if level == Level.GLOBAL:
         head, _, tail = rest.partition(".")
         if tail and _known_suffix(tail):
@@ -312,12 +318,7 @@ def _unknown(rest: str, level: Level, aliases: Sequence[str]) -> Placement | Key
                 f"{head!r} is not a cluster alias listed in clusters{arrow}",
                 f"known aliases: {', '.join(aliases) or 'none'}",
             )
-    return Placement(
-        level,
-        "ignored",
-        rest,
-        note=UNKNOWN,
-    )
+    return Placement(level, "ignored", rest, cluster, flow, note=UNKNOWN)
 
 
 def _known_suffix(tail: str) -> bool:

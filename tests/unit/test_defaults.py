@@ -66,6 +66,7 @@ MM2_DEFAULTS = {
     "replication.policy.internal.topic.separator.enabled": True,
     "topic.rename.format": "",
     "plugin.path": (),
+    "forwarding.admin.class": "org.apache.kafka.clients.admin.ForwardingAdmin",
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,

@@ -209,6 +209,12 @@ CASES = [
         "topic.filter.class",
         "com.example.MyFilter is in no jar of plugin.path (plugin.path is not set)",
     ),
+    Case(
+        "forwarding admin class",
+        "A->B.forwarding.admin.class = com.example.CentralAdmin\n",
+        "A->B.forwarding.admin.class",
+        "MirrorMaker 2 would create and configure remote topics",
+    ),
     Case("malformed escape", "A->B.topics = orders\\u12\n", "A->B.topics", "malformed \\uXXXX"),
     Case(
         "real-time mode with exactly-once",

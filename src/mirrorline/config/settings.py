@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+DEFAULT_FORWARDING_ADMIN = "org.apache.kafka.clients.admin.ForwardingAdmin"
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,18 @@ def _filter_class(default: str) -> Callable[[str], str]:
         return default if name == short else name
 
     return parse
+
+
+def _default_admin(text: str) -> str:
+    name = text.strip()
+    if name not in (DEFAULT_FORWARDING_ADMIN, DEFAULT_FORWARDING_ADMIN.rsplit(".", 1)[-1]):
+        raise ValueError(
+            "MirrorMaker 2 would create and configure remote topics (and their ACLs) through "
+            "this class; Mirrorline does it with its own admin client, so topics would not "
+            "land as they do with MirrorMaker 2. Remove the line (Mirrorline's admin client "
+            "needs what `mirrorline acls` lists), or keep MirrorMaker 2 for this flow"
+        )
+    return DEFAULT_FORWARDING_ADMIN
 
 
 def _not_blank(text: str) -> str:
@@ -229,6 +242,13 @@ _SPECS = [
         "Jars and directories of jars with the file's own classes (as Kafka Connect's "
         "plugin.path): its Java policy and filters, asked in Mirrorline's plugin bridge; "
         "Spark's driver and executors load them too.",
+    ),
+    SettingSpec(
+        "forwarding.admin.class",
+        DEFAULT_FORWARDING_ADMIN,
+        _default_admin,
+        "MM2's admin for topics, configs and ACLs: only the default (Mirrorline's own admin "
+        "client does that work); another class is an error.",
     ),
     SettingSpec(
         "replication.policy.class",

@@ -16,7 +16,7 @@ err = Console(stderr=True)
 def setup(
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
-    """Fetch Spark's Kafka connector and a Kafka broker from Maven Central into the jar cache.
+    """Fetch Spark's Kafka connector, a Kafka broker and MM2's interfaces into the jar cache.
 
     The driver and `dev up` fetch what they miss by themselves on first use; run this
     ahead (a host image, a deployment step) or on a host that reaches Maven Central,

@@ -167,7 +167,7 @@ class _Loader:
             return
         if placed.kind == "ignored":
             self.issues.warn(f"ignored: {placed.note}", prop.origin)
-            if placed.note == UNKNOWN:  # kept for the flow's Java classes, if any
+            if placed.note == UNKNOWN:  # kept for the flow's Java classes (`unknown_settings`)
                 self.entries.append(entry)
             return
         if placed.kind == "service":

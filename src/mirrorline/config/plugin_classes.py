@@ -15,8 +15,9 @@ first asked.
 
 As MM2 does with a connector's properties, each class is configured with the
 flow's settings as text, the flow's `replication.policy.*` lines, the keys
-Mirrorline does not know (a class's own settings), and
-`source.cluster.alias` / `target.cluster.alias`.
+Mirrorline does not know written for the flow (`A->B.key`, a class's own
+settings; MM2 passes no unknown global key), and `source.cluster.alias` /
+`target.cluster.alias`.
 """
 
 from __future__ import annotations

@@ -119,10 +119,9 @@ class ClientSelector:
 PlacementKind = Literal["clusters", "flow", "client", "policy", "service", "ignored"]
 
 
-#: The note of a key Mirrorline does not know (passed on to a flow's Java classes).
-UNKNOWN = (
-    "not a setting Mirrorline knows (a Java class of the file may read it); check the spelling"
-)
+#: The note of a key Mirrorline does not know (at the flow level, passed on to the flow's
+#: Java classes, as MM2 passes a flow's every line to its connectors).
+UNKNOWN = "not a setting Mirrorline knows; check the spelling"
 
 
 @dataclass(frozen=True)

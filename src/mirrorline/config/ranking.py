@@ -78,8 +78,17 @@ def policy_extras(entries: Iterable[Entry], source: str, target: str) -> dict[st
 
 
 def unknown_settings(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
-    """The winning lines of a flow that Mirrorline does not know: a Java class's own settings."""
-    return _winners(entries, source, target, lambda p: p.kind == "ignored" and p.note == UNKNOWN)
+    """The flow's own lines (`A->B.key`) that Mirrorline does not know: a Java class's settings.
+
+    MM2 hands a connector every line of its flow, but of the global lines only
+    those it knows (and `replication.policy.*`): so do these.
+    """
+    return _winners(
+        entries,
+        source,
+        target,
+        lambda p: p.kind == "ignored" and p.note == UNKNOWN and p.level == Level.FLOW,
+    )
 
 
 def _winners(

@@ -17,8 +17,9 @@ call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
+from mirrorline.filters import ConfigPropertyFilter, GroupFilter, NameFilter, TopicFilter
 from mirrorline.java_bridge import JavaCallError, JavaObject
 from mirrorline.policy import ReplicationPolicy
 
@@ -95,45 +96,43 @@ class JavaReplicationPolicy(ReplicationPolicy):
 
 
 @dataclass(frozen=True)
-class JavaTopicFilter(TopicFilter):
-    """MM2's `TopicFilter` implemented by a Java class, under the run-time lists.
+class _JavaNameFilter(NameFilter):
+    """A name filter whose class decides, under the run-time lists (see the module).
 
-    `include` and `exclude` hold only entries added at run time (see the module).
+    `include` and `exclude` hold only entries added at run time.
     """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     java: JavaObject = field(kw_only=True)
+    #: The interface's method that decides.
+    question: ClassVar[str] = ""
 
     def matches(self, name: str) -> bool:
         listed = self.listed(name)
         if listed is not None:
             return listed
-        return self.java.test("shouldReplicateTopic", name)
+        return self.java.test(self.question, name)
 
     def java_pattern(self) -> str:
         raise TypeError(
-            f"the topic filter {self.java.class_name} is Java code, not a pattern: "
-            "subscribe to the topics it selects"
+            f"the filter {self.java.class_name} is Java code, not a pattern: "
+            "use the names it selects"
         )
 
 
 @dataclass(frozen=True)
-class JavaGroupFilter(GroupFilter):
+class JavaTopicFilter(_JavaNameFilter, TopicFilter):
+    """MM2's `TopicFilter` implemented by a Java class, under the run-time lists."""
+
+    question: ClassVar[str] = "shouldReplicateTopic"
+
+
+@dataclass(frozen=True)
+class JavaGroupFilter(_JavaNameFilter, GroupFilter):
     """MM2's `GroupFilter` implemented by a Java class, under the run-time lists."""
 
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    java: JavaObject = field(kw_only=True)
-
-    def matches(self, name: str) -> bool:
-        listed = self.listed(name)
-        if listed is not None:
-            return listed
-        return self.java.test("shouldReplicateGroup", name)
-
-    def java_pattern(self) -> str:
-        raise TypeError(f"the group filter {self.java.class_name} is Java code, not a pattern")
+    question: ClassVar[str] = "shouldReplicateGroup"
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,16 @@ with the custom names through `mirrorline.client` and MM2's RemoteClusterUtils.
 from __future__ import annotations
 
 from confluent_kafka.admin import ConfigResource, ResourceType
+from typer.testing import CliRunner
 
 from mirrorline import client
+from mirrorline.cli.main import app
 from mirrorline.config import load_config
-from mirrorline.control.flow_control import ControlStore
 from support.control import reset_control
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     admin,
-    cluster_clients,
     commit_offsets,
     create_topic,
     end_offsets,
@@ -98,11 +98,12 @@ def test_java_policy_and_filters_decide_what_lands_on_the_target(
             assert configs["max.message.bytes"].value != "200000"
 
             # An operator allows a topic the class refuses: it is replicated at once.
-            store = ControlStore(cluster_clients(west))
-            try:
-                store.change_list(flow, "topics", add=[allowed])
-            finally:
-                store.close()
+            added = CliRunner().invoke(
+                app,
+                ["topics", "-c", str(config_file), "-s", "east", "-t", "west", "--add", allowed],
+            )
+            assert added.exit_code == 0, added.output
+            assert "chosen by example.mirror.PrefixTopicFilter" in added.output
             wait_until(
                 lambda: f"{allowed}_from_east" in topic_names(west.bootstrap_servers) or None,
                 timeout=60,

@@ -48,6 +48,7 @@ import os
 import queue
 import subprocess
 import threading
+import zipfile
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,8 +91,6 @@ class JavaCallError(RuntimeError):
 
 def class_in_jars(class_name: str, jars: tuple[Path, ...]) -> bool:
     """True if one of `jars` holds `class_name` (a cheap look, without a JVM)."""
-    import zipfile
-
     entry = class_name.replace(".", "/") + ".class"
     for jar in jars:
         try:
@@ -110,7 +109,8 @@ class JavaObject:
     kind: Kind
     class_name: str
     jars: tuple[Path, ...]
-    settings: tuple[tuple[str, str], ...]
+    # Every setting of the flow, secrets too: never shown.
+    settings: tuple[tuple[str, str], ...] = field(repr=False)
     _answers: dict[tuple[str, ...], str | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )

@@ -16,6 +16,7 @@ call.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -44,14 +45,12 @@ class JavaReplicationPolicy(ReplicationPolicy):
     java: JavaObject
 
     def __repr__(self) -> str:
-        # Equal for every flow naming the same class with the same policy settings
-        # (`client.policy_of_cluster` compares policies by their repr).
-        own = ", ".join(
-            f"{k}={v}"
-            for k, v in self.java.settings
-            if k.startswith("replication.policy.") and k != "replication.policy.class"
-        )
-        return f"JavaReplicationPolicy({self.java.class_name}{', ' + own if own else ''})"
+        # The same for every flow naming the same class with the same replication.policy.*
+        # settings (`client.policy_of_cluster` compares policies by their repr); their
+        # values only as a digest, since any may be a secret.
+        own = [(k, v) for k, v in self.java.settings if k.startswith("replication.policy.")]
+        digest = hashlib.sha256(repr(own).encode()).hexdigest()[:12]
+        return f"JavaReplicationPolicy({self.java.class_name}, settings {digest})"
 
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
         return self._name("formatRemoteTopic", source_alias, topic)

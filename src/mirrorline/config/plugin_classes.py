@@ -82,6 +82,11 @@ class ClassSettings:
         more = f" and {len(jars) - 3} more" if len(jars) > 3 else ""
         return ", ".join(str(j) for j in jars[:3]) + more
 
+    @property
+    def _flow(self) -> str:
+        source = self.configuration["source.cluster.alias"]
+        return f"{source}->{self.configuration['target.cluster.alias']}"
+
     def is_java(self, key: str) -> bool:
         """True if `key` names a class that a jar of `plugin.path` holds."""
         return bool(self.jars) and class_in_jars(self.settings[key].value, self.jars)
@@ -141,7 +146,7 @@ class ClassSettings:
         try:
             java.load()
         except JavaClassError as exc:
-            self.issues.error(str(exc), setting.origin, _fix(exc, kind))
+            self.issues.error(str(exc), setting.origin, _fix(exc, kind, self._flow))
             return None
         except (JavaCallError, JvmSetupError) as exc:
             self.issues.error(f"cannot run the Java class {setting.value}: {exc}",
@@ -150,11 +155,15 @@ class ClassSettings:
         return java
 
 
-def _fix(exc: JavaClassError, kind: Kind) -> str:
+def _fix(exc: JavaClassError, kind: Kind, flow: str) -> str:
     if exc.reason == "interface":
         return f"name a class that implements {_INTERFACES[kind]}"
     if exc.reason == "configure":
-        return "fix the settings the class reads (the message is the class's own)"
+        return (
+            "fix the settings the class reads (the message is the class's own); "
+            f"write its own settings for the flow ({flow}.key), as MM2 passes it no "
+            "unknown line of another level"
+        )
     if exc.reason == "create":
         return "give the class a public constructor without arguments"
     return "put every jar the class needs on plugin.path"

@@ -258,13 +258,22 @@ class _Bridge:
 
 _current: _Bridge | None = None
 _starting = threading.Lock()
+# Why the bridge cannot start here (no Java, jars that cannot be fetched): said once,
+# not found out again for every class of every flow.
+_setup_failure: jvm.JvmSetupError | None = None
 
 
 def _bridge() -> _Bridge:
-    global _current
+    global _current, _setup_failure
     with _starting:
+        if _setup_failure is not None:
+            raise _setup_failure
         if _current is None or _current.pid != os.getpid() or _current._process.poll() is not None:
-            _current = _Bridge()  # a forked child or a dead bridge starts its own
+            try:
+                _current = _Bridge()  # a forked child or a dead bridge starts its own
+            except jvm.JvmSetupError as exc:
+                _setup_failure = exc
+                raise
         return _current
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from mirrorline import java_bridge
 from mirrorline.cli.main import app
 from mirrorline.config import load_config
 from mirrorline.control.flow_control import FlowControl, ListChanges
@@ -168,4 +169,24 @@ def test_config_check_names_the_key_and_the_class(
     result = CliRunner().invoke(app, ["config", "check", str(path), "--offline"])
     assert result.exit_code == 2, result.output
     assert f"mm2.properties:6: {key}: {expected}" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_without_mm2_s_interfaces_the_key_names_what_to_do(
+    tmp_path: Path, plugin_jar: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh process's view: no bridge yet, an empty jar cache and no Maven Central.
+    monkeypatch.setattr(java_bridge, "_current", None)
+    monkeypatch.setattr(java_bridge, "_setup_failure", None)
+    monkeypatch.setenv("MIRRORLINE_JVM_LIB", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("MIRRORLINE_MAVEN_REPOSITORY", "http://127.0.0.1:1/maven2/")
+    body = (
+        "replication.policy.class = example.mirror.SuffixReplicationPolicy\n"
+        "topic.filter.class = example.mirror.PrefixGroupFilter\n"
+    )
+    result = CliRunner().invoke(app, ["config", "check", str(_file(tmp_path, plugin_jar, body))])
+    assert result.exit_code == 2, result.output
+    shown = " ".join(result.output.split())
+    assert "mm2.properties:6: replication.policy.class: cannot run the Java class" in shown
+    assert "cannot fetch MirrorMaker 2's interfaces" in shown and "mirrorline setup" in shown
     assert "Traceback" not in result.output

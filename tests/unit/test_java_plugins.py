@@ -59,6 +59,17 @@ def test_each_question_reaches_java_once_per_process(plugin_jar: Path) -> None:
     assert copy == policy and copy.format_remote_topic("east", "audit") == "east.audit.3"
 
 
+def test_a_filter_is_asked_again_after_a_while(
+    plugin_jar: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # AlternatingTopicFilter says yes, no, yes, ... to successive questions.
+    java = JavaObject("topic-filter", "example.mirror.AlternatingTopicFilter", (plugin_jar,), ())
+    assert java.test("shouldReplicateTopic", "orders")
+    assert java.test("shouldReplicateTopic", "orders")  # kept
+    monkeypatch.setattr(java_bridge, "FILTER_ANSWERS_S", 0.0)
+    assert not java.test("shouldReplicateTopic", "orders")  # asked again: its new mind
+
+
 def test_a_java_exception_names_the_class_and_the_question(plugin_jar: Path) -> None:
     policy = _policy(plugin_jar, "example.mirror.CountingPolicy")
     with pytest.raises(JavaCallError) as caught:

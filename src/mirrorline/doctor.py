@@ -126,8 +126,7 @@ def check_jar_sets(cache: Path) -> list[Finding]:
             continue
         if name == "spark-kafka" and connector_versions(where):
             continue
-        # kafka: only for `dev up`; mm2-interfaces: only for files naming Java classes
-        severity: Severity = "error" if name == "spark-kafka" else "warning"
+        severity: Severity = "warning" if name == "kafka" else "error"  # only for `dev up`
         cause = f"{wanted.purpose} ({wanted.coordinates[0]}) is not in {where}"
         findings.append(Finding.problem(check, cause, _SETUP_FIX.format(cache=cache), severity))
     return findings

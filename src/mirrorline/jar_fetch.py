@@ -100,7 +100,12 @@ def _sets() -> dict[str, JarSet]:
     }
 
 
-JAR_SETS: tuple[str, ...] = ("spark-kafka", "kafka", "mm2-interfaces")
+#: The sets `mirrorline setup` fetches and `mirrorline doctor` checks.
+JAR_SETS: tuple[str, ...] = ("spark-kafka", "kafka")
+#: Fetched only for files that name Java classes of their own (`java_bridge`), or by
+#: `mirrorline setup --java-plugins`.
+PLUGIN_INTERFACES = "mm2-interfaces"
+FETCHABLE: tuple[str, ...] = (*JAR_SETS, PLUGIN_INTERFACES)
 
 
 def jar_set(name: str) -> JarSet:
@@ -182,11 +187,12 @@ def _retrieve(wanted: JarSet, repository: str, ivy_cache: Path, into: Path) -> N
 
 
 def _cannot_fetch(wanted: JarSet, repository: str, reason: str) -> str:
+    setup = "mirrorline setup" + (" --java-plugins" if wanted.name == PLUGIN_INTERFACES else "")
     return (
         f"cannot fetch {wanted.purpose} ({wanted.listed}) from {repository}: "
-        f"{reason}. Either run `mirrorline setup` on a host that reaches Maven Central "
+        f"{reason}. Either run `{setup}` on a host that reaches Maven Central "
         f"(or set {REPOSITORY_ENV} to a mirror of it), or copy a jar cache that "
-        f"`mirrorline setup` filled elsewhere and point {JVM_LIB_ENV} (or --jvm-lib) at it"
+        f"`{setup}` filled elsewhere and point {JVM_LIB_ENV} (or --jvm-lib) at it"
     )
 
 

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mirrorline import jvm
+from mirrorline import jar_fetch, jvm
 
 __all__ = [
     "JavaCallError",
@@ -71,7 +71,6 @@ __all__ = [
 ]
 
 Kind = Literal["replication-policy", "topic-filter", "group-filter", "config-property-filter"]
-INTERFACES_SET = "mm2-interfaces"
 BRIDGE_CLASS = "io.mirrorline.plugins.PluginBridge"
 ANSWER_TIMEOUT_S = 60.0
 FILTER_ANSWERS_S = 10.0
@@ -166,7 +165,7 @@ class _Bridge:
     """The running JVM: sends one question at a time and reads its answer."""
 
     def __init__(self) -> None:
-        classpath = [jvm.writer_jar(), *jvm.jars(INTERFACES_SET)]
+        classpath = [jvm.writer_jar(), *jvm.jars(jar_fetch.PLUGIN_INTERFACES)]
         command = [jvm.java_executable(), "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                    "-cp", os.pathsep.join(str(p) for p in classpath), BRIDGE_CLASS]  # fmt: skip
         self._process = subprocess.Popen(

@@ -73,7 +73,7 @@ def jars(jar_set: str, progress: Callable[[str], None] | None = None) -> list[Pa
         return [writer_jar()]
     from mirrorline import jar_fetch
 
-    if jar_set in jar_fetch.JAR_SETS:
+    if jar_set in jar_fetch.FETCHABLE:
         return jar_fetch.ensure(jar_set, jar_cache_dir(), progress)
     found = sorted((jar_cache_dir() / jar_set).glob("*.jar"))
     if not found:

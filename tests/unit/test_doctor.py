@@ -191,9 +191,7 @@ def test_a_principal_unknown_to_the_settings_is_a_placeholder_in_the_command():
 
 
 def test_a_missing_jar_cache_asks_for_setup_and_the_broker_jars_only_warn(tmp_path: Path):
-    spark_kafka, kafka, interfaces = check_jar_sets(tmp_path)
-    # MM2's interfaces serve only files that name Java classes: a warning too.
-    assert interfaces.severity == "warning" and not interfaces.fails
+    spark_kafka, kafka = check_jar_sets(tmp_path)
     assert spark_kafka.fails and "mirrorline setup" in spark_kafka.fix
     assert str(tmp_path) in spark_kafka.fix and "MIRRORLINE_JVM_LIB" in spark_kafka.fix
     assert spark_kafka.detail.startswith("jars spark-kafka: Spark's Kafka connector")
@@ -216,7 +214,7 @@ def test_pyspark_and_the_connector_in_the_cache_must_be_one_release(tmp_path: Pa
     assert "PySpark is 4.2.0" in mismatch.detail and "connector 4.1.1" in mismatch.detail
     assert "mirrorline setup" in mismatch.fix
     # The set is then left to this check: one problem, not two.
-    assert [f.check for f in check_jar_sets(tmp_path)] == ["jars kafka", "jars mm2-interfaces"]
+    assert [f.check for f in check_jar_sets(tmp_path)] == ["jars kafka"]
     (tmp_path / "spark-kafka" / "spark-sql-kafka-0-10_2.13-4.2.0.jar").write_bytes(b"")
     (ok,) = check_pyspark(tmp_path, "4.2.0", "4.2.0")
     assert ok.ok and ok.detail == "4.2.0, Spark's Kafka connector 4.2.0"

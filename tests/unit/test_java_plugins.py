@@ -199,5 +199,6 @@ def test_without_mm2_s_interfaces_the_key_names_what_to_do(
     assert result.exit_code == 2, result.output
     shown = " ".join(result.output.split())
     assert "mm2.properties:6: replication.policy.class: cannot run the Java class" in shown
-    assert "cannot fetch MirrorMaker 2's interfaces" in shown and "mirrorline setup" in shown
+    assert "cannot fetch MirrorMaker 2's interfaces" in shown
+    assert "mirrorline setup --java-plugins" in shown
     assert "Traceback" not in result.output

@@ -1,7 +1,8 @@
 """Builds Mirrorline's JVM writer into the package when a wheel is made without it.
 
 The writer jar (`src/mirrorline/jars/mirrorline-writer.jar`) is the one piece of
-Mirrorline that runs on the per-record path, in Spark's executors. `make jvm` builds
+Mirrorline that runs on the per-record path, in Spark's executors (it also carries
+the plugin bridge, which runs an MM2 file's own Java classes). `make jvm` builds
 it with Maven; a wheel built from a clean checkout (`pip wheel .`) builds it here,
 which needs Maven and a JDK 17+ on the building host. Editable installs leave it to
 `make jvm`. Everything else of the build is in pyproject.toml.

@@ -82,3 +82,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def plugin_jar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A jar of example Java plugins for MM2 files (`support/java_plugins.py`)."""
+    from support.java_plugins import build_plugin_jar
+
+    return build_plugin_jar(tmp_path_factory.mktemp("plugins"))

@@ -93,13 +93,19 @@ class NameFilter:
 
     def matches(self, name: str) -> bool:
         """True if `name` passes the filter."""
+        return bool(self.listed(name))
+
+    def listed(self, name: str) -> bool | None:
+        """What the lists say of `name`: True (in), False (out), None (none of them names it)."""
         if name in self.denied:
             return False
         if name in self.allowed:
             return True
         if self._exclude_re is not None and self._exclude_re.fullmatch(name):
             return False
-        return self._include_re is not None and self._include_re.fullmatch(name) is not None
+        if self._include_re is not None and self._include_re.fullmatch(name):
+            return True
+        return None
 
     def allow(self, *names: str) -> Self:
         """A filter that also replicates these literal names (and no longer denies them)."""

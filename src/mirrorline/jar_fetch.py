@@ -54,6 +54,18 @@ class JarSet:
     purpose: str
     # Maven coordinates `group:artifact:version`, fetched with their runtime dependencies.
     coordinates: tuple[str, ...]
+    # Coordinates fetched alone, without their dependencies.
+    alone: tuple[str, ...] = ()
+
+    @property
+    def listed(self) -> str:
+        """Every coordinate, as messages show them."""
+        return ", ".join(self.coordinates + self.alone)
+
+    @property
+    def resolved(self) -> list[str]:
+        """What the set's `.resolved` file lists: every coordinate, the lone ones marked."""
+        return [*self.coordinates, *(f"{c}@alone" for c in self.alone)]
 
 
 def _pyspark_version() -> str:
@@ -83,10 +95,26 @@ def _sets() -> dict[str, JarSet]:
                 f"org.apache.logging.log4j:log4j-slf4j2-impl:{LOG4J_VERSION}",
             ),
         ),
+        # connect-mirror alone: its own dependencies are Connect's runtime and a web
+        # server, which the interfaces (and MM2's default filters) do not need.
+        "mm2-interfaces": JarSet(
+            "mm2-interfaces",
+            "MirrorMaker 2's interfaces, for a file's own Java policy and filters",
+            (
+                f"org.apache.kafka:connect-mirror-client:{KAFKA_VERSION}",
+                f"org.apache.kafka:connect-api:{KAFKA_VERSION}",
+            ),
+            alone=(f"org.apache.kafka:connect-mirror:{KAFKA_VERSION}",),
+        ),
     }
 
 
+#: The sets `mirrorline setup` fetches and `mirrorline doctor` checks.
 JAR_SETS: tuple[str, ...] = ("spark-kafka", "connect-transforms", "kafka")
+#: Fetched only for files that name Java classes of their own (`java_bridge`), or by
+#: `mirrorline setup --java-plugins`.
+PLUGIN_INTERFACES = "mm2-interfaces"
+FETCHABLE: tuple[str, ...] = (*JAR_SETS, PLUGIN_INTERFACES)
 
 
 def jar_set(name: str) -> JarSet:
@@ -97,7 +125,7 @@ def is_complete(name: str, cache: Path) -> bool:
     """Whether the cache holds set `name` at the coordinates this installation needs."""
     marker = cache / name / RESOLVED
     try:
-        return marker.read_text().split() == list(jar_set(name).coordinates)
+        return marker.read_text().split() == jar_set(name).resolved
     except OSError:
         return False
 
@@ -125,11 +153,11 @@ def fetch(name: str, cache: Path, progress: Callable[[str], None] | None = None)
         fcntl.flock(lock, fcntl.LOCK_EX)
         if is_complete(name, cache):  # another process fetched it while we waited
             return
-        say(f"fetching {wanted.purpose} ({', '.join(wanted.coordinates)}) from {repository}")
+        say(f"fetching {wanted.purpose} ({wanted.listed}) from {repository}")
         staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cache))
         try:
             _retrieve(wanted, repository, cache / ".ivy", staging)
-            (staging / RESOLVED).write_text("\n".join(wanted.coordinates) + "\n")
+            (staging / RESOLVED).write_text("\n".join(wanted.resolved) + "\n")
             final = cache / name
             if final.exists():
                 shutil.rmtree(final)
@@ -168,11 +196,12 @@ def _retrieve(wanted: JarSet, repository: str, ivy_cache: Path, into: Path) -> N
 
 
 def _cannot_fetch(wanted: JarSet, repository: str, reason: str) -> str:
+    setup = "mirrorline setup" + (" --java-plugins" if wanted.name == PLUGIN_INTERFACES else "")
     return (
-        f"cannot fetch {wanted.purpose} ({', '.join(wanted.coordinates)}) from {repository}: "
-        f"{reason}. Either run `mirrorline setup` on a host that reaches Maven Central "
+        f"cannot fetch {wanted.purpose} ({wanted.listed}) from {repository}: "
+        f"{reason}. Either run `{setup}` on a host that reaches Maven Central "
         f"(or set {REPOSITORY_ENV} to a mirror of it), or copy a jar cache that "
-        f"`mirrorline setup` filled elsewhere and point {JVM_LIB_ENV} (or --jvm-lib) at it"
+        f"`{setup}` filled elsewhere and point {JVM_LIB_ENV} (or --jvm-lib) at it"
     )
 
 
@@ -188,10 +217,12 @@ def _ivy_jar() -> Path:
 
 
 def _module_xml(wanted: JarSet) -> str:
+    lines = [(c, "") for c in wanted.coordinates]
+    lines += [(c, ' transitive="false"') for c in wanted.alone]
     dependencies = "\n".join(
         f"    <dependency org={quoteattr(group)} name={quoteattr(artifact)} "
-        f'rev={quoteattr(version)} conf="default->default(runtime)"/>'
-        for group, artifact, version in (c.split(":") for c in wanted.coordinates)
+        f'rev={quoteattr(version)} conf="default->default(runtime)"{extra}/>'
+        for (group, artifact, version), extra in ((c.split(":"), x) for c, x in lines)
     )
     return (
         '<ivy-module version="2.0">\n'

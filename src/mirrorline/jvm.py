@@ -5,9 +5,12 @@ checkout:
 
 - ``mirrorline-writer``: Mirrorline's own writer (built by Maven from `jvm/writer`),
   which Spark's executors run to write each micro-batch to the target cluster. It
-  comes inside the package (`mirrorline/jars/`), so a wheel carries it.
-- ``spark-kafka``: Spark's Kafka connector at the installed PySpark version, and
-  ``kafka``: an Apache Kafka broker for `mirrorline dev up`. Both are fetched from
+  comes inside the package (`mirrorline/jars/`), so a wheel carries it, with the
+  plugin bridge that runs a file's own Java policy and filters (`java_bridge`).
+- ``spark-kafka``: Spark's Kafka connector at the installed PySpark version,
+  ``kafka``: an Apache Kafka broker for `mirrorline dev up`, and ``mm2-interfaces``:
+  MirrorMaker 2's interfaces for a file's own Java classes (`java_bridge`). All are
+  fetched from
   Maven Central once (`mirrorline.jar_fetch`, with the Ivy that PySpark ships, as
   `spark.jars.packages` does) into the jar cache, on first use or by
   `mirrorline setup`.
@@ -70,7 +73,7 @@ def jars(jar_set: str, progress: Callable[[str], None] | None = None) -> list[Pa
         return [writer_jar()]
     from mirrorline import jar_fetch
 
-    if jar_set in jar_fetch.JAR_SETS:
+    if jar_set in jar_fetch.FETCHABLE:
         return jar_fetch.ensure(jar_set, jar_cache_dir(), progress)
     found = sorted((jar_cache_dir() / jar_set).glob("*.jar"))
     if not found:

@@ -47,6 +47,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mirrorline.config.model import FlowConfig
+from mirrorline.filters import NameFilter
+from mirrorline.java_classes import is_java
 
 __all__ = [
     "Grant",
@@ -129,7 +131,7 @@ def required_grants(flow: FlowConfig) -> list[Grant]:
     """Every ACL the flow's source and target principals need (see the module)."""
     src, dst = flow.source, flow.target
     grants: list[Grant] = []
-    for pattern, name, note in _resources(flow.topic_filter.include):
+    for pattern, name, note in _resources(_chosen(flow.topic_filter)):
         grants.append(Grant(src, "TOPIC", pattern, name, _SOURCE_TOPIC, "read topics", note))
         remote_pattern, remote_name = remote_resource(flow, pattern, name)
         grants.append(
@@ -159,7 +161,7 @@ def required_grants(flow: FlowConfig) -> list[Grant]:
     if flow.value("emit.checkpoints.enabled"):
         checkpoints = flow.policy.checkpoints_topic(src)
         grants.append(Grant(dst, "TOPIC", "LITERAL", checkpoints, _OWN_TOPIC, "checkpoints"))
-        for pattern, name, note in _resources(flow.group_filter.include):
+        for pattern, name, note in _resources(_chosen(flow.group_filter)):
             grants.append(
                 Grant(src, "GROUP", pattern, name, ("DESCRIBE",), "checkpointed groups", note)
             )
@@ -189,7 +191,7 @@ def probe_topic(flow: FlowConfig) -> str:
     Asking the source about a name it may not describe would be answered too,
     but every such request is a denial in the broker's authorizer log.
     """
-    for _, name, _ in _resources(flow.topic_filter.include):
+    for _, name, _ in _resources(_chosen(flow.topic_filter)):
         if name != "*":
             return name
     return flow.offset_syncs_topic
@@ -207,6 +209,11 @@ def merged(grants: Iterable[Grant]) -> list[Grant]:
         why = known.why if grant.why in known.why else f"{known.why}; {grant.why}"
         by_key[grant.key] = Grant(*grant.key, operations, why, known.note or grant.note)
     return sorted(by_key.values())
+
+
+def _chosen(names: NameFilter) -> Sequence[str]:
+    """The patterns a filter may select: any name when a Java class chooses."""
+    return (".*",) if is_java(names) else names.include
 
 
 def _resources(patterns: Sequence[str]) -> Iterable[tuple[str, str, str]]:
@@ -230,7 +237,8 @@ def remote_resource(flow: FlowConfig, pattern: str, name: str) -> tuple[str, str
     policy that keeps names.
     """
     if name == "*":
-        prefix = flow.policy.format_remote_topic(flow.source, "")
+        remote = flow.remote_topic("orders")  # a policy may refuse an empty name
+        prefix = remote.removesuffix("orders") if remote.endswith("orders") else ""
         return ("PREFIXED", prefix) if prefix else ("LITERAL", "*")
     return pattern, flow.remote_topic(name)
 

@@ -31,9 +31,14 @@ Two policies are built in:
   a cluster it has been in, whatever the topic: with a rename in both
   directions, `orders` on A would otherwise come back as `orders.replica.replica`.
 
-A custom policy is a subclass of `ReplicationPolicy` named by import path in
-`replication.policy.class` (`package.module:ClassName`); it receives the
-flow's settings through `from_settings`.
+A custom policy is either an MM2 file's own Java class or Python code.
+A Java class (`com.example.MyPolicy`, implementing MM2's `ReplicationPolicy`)
+is found in the jars of the flow's `plugin.path`; it is created and configured
+with the flow's settings in Mirrorline's plugin bridge JVM, and
+`java_classes.JavaReplicationPolicy` asks it every question above, each once
+per process (`java_bridge`). Python code is a subclass of `ReplicationPolicy`
+named by import path (`package.module:ClassName`); it receives the flow's
+settings through `from_settings`. `config.plugin_classes` decides which.
 """
 
 from __future__ import annotations
@@ -356,10 +361,11 @@ class PolicyClassError(ValueError):
 
 
 def policy_class(name: str) -> type[ReplicationPolicy]:
-    """The policy class named in `replication.policy.class`.
+    """The Python policy class named in `replication.policy.class`.
 
     MM2's Java class names map to the built-in policies; anything else is a
     Python import path, `package.module:ClassName` (or `package.module.ClassName`).
+    A Java class of the file's own is not looked up here: see the module.
     """
     name = name.strip()
     builtin = _BUILTIN_POLICIES.get(name)

@@ -16,8 +16,9 @@ starts a JVM: a few seconds, so ask for what the test compares, not more.
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -33,16 +34,25 @@ def java_translate_offsets(
     source_alias: str,
     group: str,
     properties: Mapping[str, str] | None = None,
+    jars: Sequence[Path] = (),
 ) -> dict[tuple[str, int], int]:
     """`RemoteClusterUtils.translateOffsets`: (topic, partition) -> offset on this cluster.
 
     MM2 waits for its whole timeout (60 s) when the checkpoints topic does not exist.
+    `jars` go on the classpath too (a replication policy of the file's own).
     """
     offsets = {}
-    for line in _run("translate-offsets", bootstrap, [source_alias, group], properties):
+    for line in _run("translate-offsets", bootstrap, [source_alias, group], properties, jars):
         topic, partition, offset, _metadata = line.split("\t", 3)
         offsets[(topic, int(partition))] = int(offset)
     return offsets
+
+
+def java_remote_names(
+    source_alias: str, topics: Sequence[str], properties: Mapping[str, str], jars: Sequence[Path]
+) -> list[str]:
+    """The remote name of each topic under the policy MM2 builds from `properties`."""
+    return _run("remote-names", "127.0.0.1:1", [source_alias, *topics], properties, jars)
 
 
 def java_upstream_clusters(bootstrap: str, properties: Mapping[str, str] | None = None) -> set[str]:
@@ -91,13 +101,15 @@ def _run(
     bootstrap: str,
     args: list[str],
     properties: Mapping[str, str] | None,
+    jars: Sequence[Path] = (),
 ) -> list[str]:
     extra = [f"--{key}={value}" for key, value in (properties or {}).items()]
+    classpath = os.pathsep.join([jvm.classpath("mirrormaker"), *(str(j) for j in jars)])
     result = subprocess.run(
         [
             jvm.java_executable(),
             "-cp",
-            jvm.classpath("mirrormaker"),
+            classpath,
             str(PROGRAM),
             command,
             bootstrap,

@@ -68,6 +68,7 @@ MM2_DEFAULTS = {
     "plugin.path": (),
     "offset.storage.topic": "",
     "group.id": "",
+    "forwarding.admin.class": "org.apache.kafka.clients.admin.ForwardingAdmin",
     "errors.tolerance": "none",
     "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
     "errors.deadletterqueue.topic.name": "",

@@ -79,6 +79,18 @@ def test_ivy_is_asked_for_each_artifact_with_its_runtime_dependencies():
     assert resolver.get("m2compatible") == "true"
 
 
+def test_mm2_interfaces_are_fetched_without_connect_s_runtime(tmp_path):
+    wanted = jar_fetch.jar_set("mm2-interfaces")
+    module = ET.fromstring(jar_fetch._module_xml(wanted))
+    alone = {d.get("name"): d.get("transitive") for d in module.iter("dependency")}
+    assert alone == {"connect-mirror-client": None, "connect-api": None, "connect-mirror": "false"}
+    # A cache filled before connect-mirror was fetched alone is fetched again.
+    _filled(tmp_path, "mm2-interfaces", list(wanted.coordinates + wanted.alone))
+    assert not jar_fetch.is_complete("mm2-interfaces", tmp_path)
+    _filled(tmp_path / "now", "mm2-interfaces", wanted.resolved)
+    assert jar_fetch.is_complete("mm2-interfaces", tmp_path / "now")
+
+
 def test_a_missing_set_of_the_checkout_only_names_make_jvm(tmp_path, monkeypatch):
     monkeypatch.setenv("MIRRORLINE_JVM_LIB", str(tmp_path))
     with pytest.raises(jvm.JvmSetupError, match=r"no jars in .*mirrormaker: run `make jvm`"):

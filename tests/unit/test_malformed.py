@@ -204,10 +204,16 @@ CASES = [
         "a topic name",
     ),
     Case(
-        "custom topic filter",
+        "custom topic filter in no jar",
         "topic.filter.class = com.example.MyFilter\n",
         "topic.filter.class",
-        "custom topic filter classes are not supported",
+        "com.example.MyFilter is in no jar of plugin.path (plugin.path is not set)",
+    ),
+    Case(
+        "forwarding admin class",
+        "A->B.forwarding.admin.class = com.example.CentralAdmin\n",
+        "A->B.forwarding.admin.class",
+        "MirrorMaker 2 would create and configure remote topics",
     ),
     Case("malformed escape", "A->B.topics = orders\\u12\n", "A->B.topics", "malformed \\uXXXX"),
     Case(

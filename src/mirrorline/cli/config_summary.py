@@ -14,6 +14,12 @@ from typing import Any
 from mirrorline.config.model import ClusterConfig, FlowConfig, Setting
 from mirrorline.config.settings import INTERVAL_LOOPS
 from mirrorline.control.flow_control import LISTS, FlowControl, ListName
+from mirrorline.java_classes import (
+    JavaConfigPropertyFilter,
+    JavaGroupFilter,
+    JavaTopicFilter,
+    shown_class,
+)
 
 Row = tuple[str, str]
 
@@ -75,6 +81,8 @@ def flow_rows(flow: FlowConfig, runtime: Runtime | None) -> list[Row]:
     for name in LISTS:
         rows.extend(_list_rows(flow, name, control))
     rows.append(("policy", _policy(flow)))
+    if isinstance(flow.config_property_filter, JavaConfigPropertyFilter):
+        rows.append(("topic configs", f"chosen by {flow.config_property_filter.java.class_name}"))
     rows.append(("mode", _mode(flow)))
     rows.append(("data path", _data_path(flow)))
     if flow.transforms.transforms:
@@ -123,6 +131,15 @@ def loops(flow: FlowConfig) -> tuple[list[str], list[str]]:
 
 def _list_rows(flow: FlowConfig, name: ListName, control: FlowControl | None) -> list[Row]:
     view = (control or FlowControl(flow.name)).view(flow, name)
+    chooser = flow.topic_filter if name.startswith("topics") else flow.group_filter
+    if isinstance(chooser, JavaTopicFilter | JavaGroupFilter):
+        # The class decides; only entries added at run time are lists.
+        chosen: list[Row] = []
+        if not name.endswith(".exclude"):
+            chosen.append((name, f"chosen by {chooser.java.class_name}"))
+        if view.added:
+            chosen.append((name, f"added at run time: {_patterns(view.added)}"))
+        return chosen
     if not view.changed:
         default = " (default)" if flow.setting(name).origin.is_default else ""
         return [(name, _patterns(view.configured) + default)]
@@ -140,7 +157,7 @@ def _patterns(entries: tuple[str, ...]) -> str:
 
 
 def _policy(flow: FlowConfig) -> str:
-    name = type(flow.policy).__name__
+    name = shown_class(flow.policy)
     try:
         example = f"orders → {flow.remote_topic('orders')}"
     except Exception:  # a custom policy may refuse the example name

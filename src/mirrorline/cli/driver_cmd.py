@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from mirrorline.cli import logs
-from mirrorline.config import ConfigError, load_config
+from mirrorline.config import ConfigError, FlowConfig, load_config
 from mirrorline.config.plugins import plugin_jars
 from mirrorline.control.heartbeats import HeartbeatStatus, heartbeat_flows_for
 from mirrorline.driver import (
@@ -23,6 +23,7 @@ from mirrorline.driver import (
     select_flows,
 )
 from mirrorline.engine.status import FlowStatus
+from mirrorline.java_classes import JavaTopicFilter, shown_class
 from mirrorline.jvm import JvmSetupError
 from mirrorline.state_dirs import state_dir
 
@@ -109,12 +110,9 @@ def driver(
         raise _fail(str(exc), 2) from None
 
     for flow in flows:
-        filt = flow.topic_filter
         _say(
-            f"flow {flow.name}: topics {', '.join(filt.include) or '(none)'}"
-            f"{' excluding ' + ', '.join(filt.exclude) if filt.exclude else ''}; "
-            f"policy {type(flow.policy).__name__}; remote names like "
-            f"{flow.remote_topic('<topic>')}",
+            f"flow {flow.name}: topics {_topics_shown(flow)}; "
+            f"policy {shown_class(flow.policy)}; remote names like {flow.remote_topic('<topic>')}",
             flow=flow.name,
         )
 
@@ -271,3 +269,11 @@ def _checkpoints(status: FlowStatus) -> str:
     pending = f", {c.untranslated} offsets not translatable yet" if c.untranslated else ""
     written = f"{c.groups} groups, {c.checkpoints_emitted} written"
     return f"; checkpoints: {written}{latency}{synced}{pending}"
+
+
+def _topics_shown(flow: FlowConfig) -> str:
+    filt = flow.topic_filter
+    if isinstance(filt, JavaTopicFilter):
+        return f"chosen by {filt.java.class_name}"
+    excluding = f" excluding {', '.join(filt.exclude)}" if filt.exclude else ""
+    return f"{', '.join(filt.include) or '(none)'}{excluding}"

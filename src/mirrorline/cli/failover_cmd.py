@@ -37,6 +37,7 @@ from mirrorline.failover.failback import FailbackOptions, reverse_state_path, ru
 from mirrorline.failover.planned import run_planned
 from mirrorline.failover.state import StateFileError, default_state_path
 from mirrorline.failover.unplanned import run_unplanned
+from mirrorline.java_bridge import JavaCallError
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE
 
@@ -145,7 +146,7 @@ def failover(
             report = run(ctx, options, reporter)
         finally:
             ctx.close()
-    except (FailoverError, StateFileError, KafkaOperationError) as exc:
+    except (FailoverError, StateFileError, KafkaOperationError, JavaCallError) as exc:
         _fail(exc, as_json, {"command": "failover", "flow": f"{source}->{target}"})
     _finish(report, as_json)
 
@@ -216,7 +217,7 @@ def failback(
             report = run_failback(ctx, options, reporter)
         finally:
             ctx.close()
-    except (FailoverError, StateFileError, KafkaOperationError) as exc:
+    except (FailoverError, StateFileError, KafkaOperationError, JavaCallError) as exc:
         _fail(exc, as_json, {"command": "failback", "flow": f"{source}->{target}"})
     _finish(report, as_json)
 
@@ -254,7 +255,7 @@ def _context(
 
 def _fail(exc: Exception, as_json: bool, where: dict[str, Any]) -> None:
     code = exc.code if isinstance(exc, FailoverError) else EXIT_USAGE
-    if isinstance(exc, Unreachable | KafkaOperationError):
+    if isinstance(exc, Unreachable | KafkaOperationError | JavaCallError):
         code = EXIT_FAILED
     details = list(exc.details) if isinstance(exc, FailoverError) else []
     if as_json:

@@ -27,6 +27,7 @@ from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.flow_context import side_clients
+from mirrorline.java_bridge import JavaCallError
 from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 
@@ -115,7 +116,7 @@ def failures(as_json: bool) -> Iterator[None]:
         yield
     except Failure as failure:
         _report(str(failure), failure.code, as_json)
-    except KafkaOperationError as exc:
+    except (KafkaOperationError, JavaCallError) as exc:  # a cluster, or a file's Java class
         _report(str(exc), EXIT_FAILED, as_json)
 
 

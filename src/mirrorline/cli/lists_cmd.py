@@ -31,6 +31,7 @@ from mirrorline.cli.flow_args import (
 )
 from mirrorline.control.flow_control import LISTS, FlowControl, ListName
 from mirrorline.filters import FilterPatternError, NameFilter
+from mirrorline.java_classes import is_java, shown_class
 from mirrorline.operations.failure import EXIT_USAGE, Failure
 
 AddOption = Annotated[
@@ -149,9 +150,16 @@ def _print(ft: FlowTarget, kind: str, control: FlowControl, as_json: bool, chang
                 "removed": list(view.removed),
                 "effective": list(view.effective),
             }
+    chooser = ft.flow.topic_filter if kind == "topics" else ft.flow.group_filter
+    chosen_by = shown_class(chooser) if is_java(chooser) else None
     if as_json:
-        emit_json({"ok": True, "flow": ft.flow.name, "lists": lists})
+        emit_json({"ok": True, "flow": ft.flow.name, "lists": lists, "chosen_by": chosen_by})
     else:
+        if chosen_by is not None:
+            typer.echo(
+                f"{ft.flow.name} {kind}: chosen by {chosen_by}; these lists hold only the "
+                "entries added at run time, which apply before the class is asked"
+            )
         for name, entry in lists.items():
             typer.echo(f"{ft.flow.name} {name}: {', '.join(entry['effective']) or '(nothing)'}")
             if entry["added"] or entry["removed"]:

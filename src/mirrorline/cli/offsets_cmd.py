@@ -33,6 +33,7 @@ from mirrorline.cli.flow_args import (
 from mirrorline.cli.offsets_render import render_outcome, report_export, report_failure
 from mirrorline.cluster_access import ClusterAccess, Unreachable
 from mirrorline.config import ConfigError, MirrorConfig, load_config
+from mirrorline.java_bridge import JavaCallError
 from mirrorline.offset_files import OffsetsFileError, read_offsets_file, to_csv, to_json
 from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 from mirrorline.operations.offsets import (
@@ -109,7 +110,7 @@ def export(
             sys.stdout.flush()
         else:
             _write(output, text)
-    except Unreachable as exc:
+    except (Unreachable, JavaCallError) as exc:
         _fail(Failure(str(exc), EXIT_FAILED), as_json=False)
     except Failure as failure:
         _fail(failure, as_json=False)
@@ -189,7 +190,7 @@ def apply(
         elif source is not None:
             offsets = checkpointed_offsets(loaded, source, cluster, group)
         outcome = apply_offsets(cluster, group, offsets, dry_run, allow_backwards)
-    except Unreachable as exc:
+    except (Unreachable, JavaCallError) as exc:
         _fail(Failure(str(exc), EXIT_FAILED), as_json)
     except Failure as failure:
         _fail(failure, as_json)

@@ -15,9 +15,16 @@ err = Console(stderr=True)
 
 def setup(
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    java_plugins: bool = typer.Option(
+        False,
+        "--java-plugins",
+        help="Also fetch MirrorMaker 2's interfaces, for files naming Java classes of their own.",
+    ),
 ) -> None:
     """Fetch Spark's Kafka connector and a Kafka broker from Maven Central into the jar cache.
 
+    With --java-plugins, also MirrorMaker 2's interfaces, which files naming Java
+    classes of their own need (else fetched when such a file is first read).
     The driver and `dev up` fetch what they miss by themselves on first use; run this
     ahead (a host image, a deployment step) or on a host that reaches Maven Central,
     then copy the cache to offline hosts and point --jvm-lib or $MIRRORLINE_JVM_LIB at
@@ -29,7 +36,8 @@ def setup(
     sets: dict[str, dict[str, object]] = {}
     try:
         writer = jvm.writer_jar()
-        for name in jar_fetch.JAR_SETS:
+        wanted = jar_fetch.FETCHABLE if java_plugins else jar_fetch.JAR_SETS
+        for name in wanted:
             fetched = jar_fetch.ensure(name, cache, progress)
             sets[name] = {
                 "coordinates": list(jar_fetch.jar_set(name).coordinates),

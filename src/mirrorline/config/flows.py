@@ -6,7 +6,8 @@ line once; then, for each flow, every flow setting is ranked on its own
 on more than one of them:
 
 * the replication policy: `replication.policy.class` or `topic.rename.format`
-  (not both), with the policy's own `replication.policy.*` settings;
+  (not both), with the policy's own `replication.policy.*` settings, and the
+  filters; each may be a Java class of the file's own (`plugin_classes`);
 * the start position, which honours an MM2 source consumer's
   `auto.offset.reset` when `start.position` is not set;
 * `max.poll.records`, which may also be written as a source consumer setting;
@@ -40,6 +41,7 @@ from mirrorline.config.model import (
     FlowConfig,
     Setting,
 )
+from mirrorline.config.plugin_classes import ClassSettings
 from mirrorline.config.ranking import (
     Entry,
     Rank,
@@ -47,12 +49,12 @@ from mirrorline.config.ranking import (
     flow_setting,
     policy_extras,
     transform_lines,
+    unknown_settings,
 )
 from mirrorline.config.redact import shown
 from mirrorline.config.settings import FLOW_SETTINGS
 from mirrorline.config.start_position import StartPosition, parse_start_position
 from mirrorline.config.transforms import TransformChain, build_chain
-from mirrorline.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from mirrorline.policy import (
     DefaultReplicationPolicy,
     PolicyClassError,
@@ -92,7 +94,8 @@ class FlowBuilder:
         self._check_dead_letters(settings)
         self._check_real_time(settings, f"{source}->{target}")
         extras = policy_extras(self.entries, source, target)
-        policy = self._policy(settings, extras, source, target)
+        classes = self._classes(settings, extras, source, target, checked)
+        policy = self._policy(settings, classes)
         chain = TransformChain()
         smt_lines = transform_lines(self.entries, source, target)
         if enabled:
@@ -108,16 +111,9 @@ class FlowBuilder:
             # The chain's lines too, so that every listing shows them with their origins.
             settings={**settings, **extras, **smt_lines},
             policy=policy,
-            topic_filter=TopicFilter(
-                include=settings["topics"].value, exclude=settings["topics.exclude"].value
-            ),
-            group_filter=GroupFilter(
-                include=settings["groups"].value, exclude=settings["groups.exclude"].value
-            ),
-            config_property_filter=ConfigPropertyFilter(
-                exclude=settings["config.properties.exclude"].value,
-                use_defaults_from=settings["use.defaults.from"].value,
-            ),
+            topic_filter=classes.topic_filter(),
+            group_filter=classes.group_filter(),
+            config_property_filter=classes.config_property_filter(),
             start_position=settings["start.position"].value,
             clients=clients,
             java_clients=java_clients,
@@ -125,18 +121,28 @@ class FlowBuilder:
             transforms=chain,
         )
 
-    def _policy(
+    def _classes(
         self,
         settings: dict[str, Setting[Any]],
         extras: dict[str, Setting[Any]],
         source: str,
         target: str,
+        checked: set[Role],
+    ) -> ClassSettings:
+        """The flow's class settings; its classes are configured with these texts."""
+        unknown = unknown_settings(self.entries, source, target)
+        texts = {name: s.text for name, s in {**unknown, **settings, **extras}.items()}
+        texts["source.cluster.alias"] = source
+        texts["target.cluster.alias"] = target
+        enabled = bool(settings["enabled"].value)
+        return ClassSettings(settings, texts, self.issues, bool(checked), enabled)
+
+    def _policy(
+        self, settings: dict[str, Setting[Any]], classes: ClassSettings
     ) -> ReplicationPolicy:
         chosen = settings["replication.policy.class"]
         rename = settings["topic.rename.format"]
-        texts = {name: s.text for name, s in {**settings, **extras}.items()}
-        texts["source.cluster.alias"] = source
-        texts["target.cluster.alias"] = target
+        texts = dict(classes.configuration)
         if rename.value:
             if not chosen.origin.is_default:
                 self.issues.error(
@@ -151,14 +157,18 @@ class FlowBuilder:
             except ValueError as exc:
                 self.issues.error(f"invalid value {rename.text!r}: {exc}", rename.origin)
                 return DefaultReplicationPolicy()
+        if classes.is_java("replication.policy.class"):
+            return classes.java_policy() or DefaultReplicationPolicy()
         try:
             cls = find_policy_class(chosen.value)
         except PolicyClassError as exc:
             self.issues.error(
-                f"unknown replication policy: {exc}",
+                f"unknown replication policy {chosen.value}: in no jar of plugin.path "
+                f"({classes.jars_shown}), and as a Python class: {exc}",
                 chosen.origin,
                 "use org.apache.kafka.connect.mirror.DefaultReplicationPolicy, "
-                "...IdentityReplicationPolicy, or a Python package.module:ClassName",
+                "...IdentityReplicationPolicy, a Java class in a jar of plugin.path, "
+                "or a Python package.module:ClassName",
             )
             return DefaultReplicationPolicy()
         try:

@@ -24,7 +24,7 @@ from mirrorline.config.errors import ConfigError, IssueLog, unique_issues
 from mirrorline.config.flows import FlowBuilder
 from mirrorline.config.model import ClusterConfig, FlowConfig, MirrorConfig, Setting
 from mirrorline.config.origin import Origin
-from mirrorline.config.precedence import KeyProblem, classify
+from mirrorline.config.precedence import UNKNOWN, KeyProblem, classify
 from mirrorline.config.properties import Property, parse_properties, read_properties
 from mirrorline.config.providers import ProviderContext, resolve_placeholders
 from mirrorline.config.ranking import Entry
@@ -168,6 +168,8 @@ class _Loader:
             return
         if placed.kind == "ignored":
             self.issues.warn(f"ignored: {placed.note}", prop.origin)
+            if placed.note == UNKNOWN:  # kept for the flow's Java classes (`unknown_settings`)
+                self.entries.append(entry)
             return
         if placed.kind == "service":
             self._parse_service_value(entry)

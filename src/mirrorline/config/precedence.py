@@ -74,7 +74,7 @@ from mirrorline.config.settings import FLOW_SETTINGS, LEGACY_NAMES
 from mirrorline.config.transforms import is_transform_key
 from mirrorline.config.unapplied import ignored_reason, unsupported
 
-__all__ = ["ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
+__all__ = ["UNKNOWN", "ClientSelector", "KeyProblem", "Level", "Placement", "classify"]
 
 _SIDES: tuple[Side, ...] = ("source", "target")
 
@@ -118,6 +118,11 @@ class ClientSelector:
 
 
 PlacementKind = Literal["clusters", "flow", "client", "policy", "smt", "service", "ignored"]
+
+
+#: The note of a key Mirrorline does not know (at the flow level, passed on to the flow's
+#: Java classes, as MM2 passes a flow's every line to its connectors).
+UNKNOWN = "not a setting Mirrorline knows; check the spelling"
 
 
 @dataclass(frozen=True)
@@ -246,7 +251,7 @@ def _within(
         return place("client", rest, selector=ClientSelector())
     if rest.startswith(("ssl.", "sasl.")):
         return _unknown_client_setting(rest)
-    return _unknown(rest, level, aliases)
+    return _unknown(rest, level, aliases, cluster, flow)
 
 
 def _check_client_key(
@@ -300,7 +305,13 @@ def _unknown_client_setting(name: str) -> KeyProblem:
     )
 
 
-def _unknown(rest: str, level: Level, aliases: Sequence[str]) -> Placement | KeyProblem:
+def _unknown(
+    rest: str,
+    level: Level,
+    aliases: Sequence[str],
+    cluster: str | None,
+    flow: tuple[str, str] | None,
+) -> Placement | KeyProblem:
     if level == Level.GLOBAL:
         head, _, tail = rest.partition(".")
         if tail and _known_suffix(tail):
@@ -309,12 +320,7 @@ def _unknown(rest: str, level: Level, aliases: Sequence[str]) -> Placement | Key
                 f"{head!r} is not a cluster alias listed in clusters{arrow}",
                 f"known aliases: {', '.join(aliases) or 'none'}",
             )
-    return Placement(
-        level,
-        "ignored",
-        rest,
-        note="not a setting Mirrorline knows; check the spelling",
-    )
+    return Placement(level, "ignored", rest, cluster, flow, note=UNKNOWN)
 
 
 def _known_suffix(tail: str) -> bool:

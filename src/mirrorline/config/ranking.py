@@ -15,14 +15,14 @@ beats a broader one for client settings; last, the later line wins.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from mirrorline.config.clients import client_types
 from mirrorline.config.model import ClientType, Setting, Side
 from mirrorline.config.origin import Origin
-from mirrorline.config.precedence import ClientSelector, Level, Placement
+from mirrorline.config.precedence import UNKNOWN, ClientSelector, Level, Placement
 from mirrorline.config.settings import FLOW_SETTINGS
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "flow_setting",
     "policy_extras",
     "transform_lines",
+    "unknown_settings",
 ]
 
 Rank = tuple[int, int, int]
@@ -74,21 +75,35 @@ def flow_setting(
 
 def policy_extras(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
     """The winning `replication.policy.*` lines of a flow, for its policy class."""
-    return _winning_lines(entries, "policy", source, target)
+    return _winners(entries, source, target, lambda p: p.kind == "policy")
 
 
 def transform_lines(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
     """The winning `transforms*` and `predicates*` lines of a flow, each key on its own."""
-    return _winning_lines(entries, "smt", source, target)
+    return _winners(entries, source, target, lambda p: p.kind == "smt")
 
 
-def _winning_lines(
-    entries: Iterable[Entry], kind: str, source: str, target: str
+def unknown_settings(entries: Iterable[Entry], source: str, target: str) -> dict[str, Setting[Any]]:
+    """The flow's own lines (`A->B.key`) that Mirrorline does not know: a Java class's settings.
+
+    MM2 hands a connector every line of its flow, but of the global lines only
+    those it knows (and `replication.policy.*`): so do these.
+    """
+    return _winners(
+        entries,
+        source,
+        target,
+        lambda p: p.kind == "ignored" and p.note == UNKNOWN and p.level == Level.FLOW,
+    )
+
+
+def _winners(
+    entries: Iterable[Entry], source: str, target: str, wanted: Callable[[Placement], bool]
 ) -> dict[str, Setting[Any]]:
     winners: dict[str, tuple[Rank, Entry]] = {}
     for entry in entries:
         placement = entry.placement
-        if placement.kind != kind or not _flow_scope_matches(placement, source, target):
+        if not wanted(placement) or not _flow_scope_matches(placement, source, target):
             continue
         rank = (int(placement.level), 1, entry.index)
         if placement.name not in winners or rank > winners[placement.name][0]:

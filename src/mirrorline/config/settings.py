@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+DEFAULT_FORWARDING_ADMIN = "org.apache.kafka.clients.admin.ForwardingAdmin"
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,14 @@ class SettingSpec:
     doc: str
 
 
-def _filter_class(default: str, kind: str, instead: str) -> Callable[[str], str]:
-    accepted = {default, default.rsplit(".", 1)[-1]}
+def _filter_class(default: str) -> Callable[[str], str]:
+    short = default.rsplit(".", 1)[-1]
 
     def parse(text: str) -> str:
         name = text.strip()
-        if name not in accepted:
-            raise ValueError(f"custom {kind} classes are not supported; use {instead} instead")
-        return default
+        if not name:
+            raise ValueError("must not be blank")
+        return default if name == short else name
 
     return parse
 
@@ -81,6 +82,18 @@ def _header_converter(text: str) -> str:
         f"{name} would change headers in a way Mirrorline does not reproduce; use "
         f"{BYTE_ARRAY_CONVERTER} (MM2's default) or {SIMPLE_HEADER_CONVERTER}"
     )
+
+
+def _default_admin(text: str) -> str:
+    name = text.strip()
+    if name not in (DEFAULT_FORWARDING_ADMIN, DEFAULT_FORWARDING_ADMIN.rsplit(".", 1)[-1]):
+        raise ValueError(
+            "MirrorMaker 2 would create and configure remote topics (and their ACLs) through "
+            "this class; Mirrorline does it with its own admin client, so topics would not "
+            "land as they do with MirrorMaker 2. Remove the line (Mirrorline's admin client "
+            "needs what `mirrorline acls` lists), or keep MirrorMaker 2 for this flow"
+        )
+    return DEFAULT_FORWARDING_ADMIN
 
 
 def _not_blank(text: str) -> str:
@@ -127,32 +140,20 @@ _SPECS = [
     SettingSpec(
         "topic.filter.class",
         "org.apache.kafka.connect.mirror.DefaultTopicFilter",
-        _filter_class(
-            "org.apache.kafka.connect.mirror.DefaultTopicFilter",
-            "topic filter",
-            "topics and topics.exclude",
-        ),
-        "Only MM2's default topic filter is supported.",
+        _filter_class("org.apache.kafka.connect.mirror.DefaultTopicFilter"),
+        "MM2's default topic filter, or a Java class of the file's own (in plugin.path).",
     ),
     SettingSpec(
         "group.filter.class",
         "org.apache.kafka.connect.mirror.DefaultGroupFilter",
-        _filter_class(
-            "org.apache.kafka.connect.mirror.DefaultGroupFilter",
-            "group filter",
-            "groups and groups.exclude",
-        ),
-        "Only MM2's default group filter is supported.",
+        _filter_class("org.apache.kafka.connect.mirror.DefaultGroupFilter"),
+        "MM2's default group filter, or a Java class of the file's own (in plugin.path).",
     ),
     SettingSpec(
         "config.property.filter.class",
         "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
-        _filter_class(
-            "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
-            "config property filter",
-            "config.properties.exclude",
-        ),
-        "Only MM2's default config property filter is supported.",
+        _filter_class("org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter"),
+        "MM2's default config property filter, or a Java class of the file's own (in plugin.path).",
     ),
     SettingSpec(
         "tasks.max",
@@ -252,13 +253,22 @@ _SPECS = [
         "",
         parse_plugin_path,
         "Jars and directories of jars with the file's own classes (as Kafka Connect's "
-        "plugin.path); Spark's driver and executors load them.",
+        "plugin.path): its Java policy and filters, asked in Mirrorline's plugin bridge; "
+        "Spark's driver and executors load them too.",
+    ),
+    SettingSpec(
+        "forwarding.admin.class",
+        DEFAULT_FORWARDING_ADMIN,
+        _default_admin,
+        "MM2's admin for topics, configs and ACLs: only the default (Mirrorline's own admin "
+        "client does that work); another class is an error.",
     ),
     SettingSpec(
         "replication.policy.class",
         DEFAULT_POLICY_CLASS,
         _not_blank,
-        "Naming policy: MM2's Java class names or a Python `package.module:Class`.",
+        "Naming policy: MM2's built-in class names, a Java class of the file's own (in "
+        "plugin.path), or a Python `package.module:Class`.",
     ),
     SettingSpec(
         "replication.policy.separator",

@@ -51,7 +51,6 @@ IGNORED: dict[str, str] = {
     "transaction.boundary": "Mirrorline decides transaction boundaries in exactly-once mode",
     "transaction.boundary.interval.ms": "Mirrorline decides transaction boundaries",
     "exactly.once.support": "use exactly.once.source.support",
-    "forwarding.admin.class": "Mirrorline uses its own admin client",
     "errors.retry.timeout": "Mirrorline retries writes through the producer's own settings",
     "errors.retry.delay.max.ms": "Mirrorline retries writes through the producer's own settings",
     "errors.log.enable": "Mirrorline always logs records it cannot write",

@@ -11,6 +11,9 @@
 //   heartbeat-topics                          RemoteClusterUtils.heartbeatTopics
 //   checkpoint-topics                         RemoteClusterUtils.checkpointTopics
 //   remote-topics [source alias]              MirrorClient.remoteTopics
+//   remote-names <source alias> <topic>...    the remote name of each topic under the
+//                                             replication policy MM2 builds from the
+//                                             properties (MirrorClient's); asks no cluster
 //   format <topic> <offset-sync|checkpoint|heartbeat>
 //       runs MM2's formatter over every record of every partition of <topic>, from
 //       the beginning to the end offsets seen at start; exits with status 1 if any
@@ -34,6 +37,7 @@ import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.connect.mirror.MirrorClient;
+import org.apache.kafka.connect.mirror.ReplicationPolicy;
 import org.apache.kafka.connect.mirror.RemoteClusterUtils;
 import org.apache.kafka.connect.mirror.formatters.CheckpointFormatter;
 import org.apache.kafka.connect.mirror.formatters.HeartbeatFormatter;
@@ -71,6 +75,15 @@ public class Mm2Client {
 
     static int run(String command, Map<String, Object> props, List<String> a) throws Exception {
         switch (command) {
+            case "remote-names": {
+                try (MirrorClient client = new MirrorClient(props)) {
+                    ReplicationPolicy policy = client.replicationPolicy();
+                    for (String topic : a.subList(1, a.size())) {
+                        System.out.println(policy.formatRemoteTopic(a.get(0), topic));
+                    }
+                }
+                return 0;
+            }
             case "translate-offsets": {
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                     RemoteClusterUtils.translateOffsets(props, a.get(0), a.get(1), TIMEOUT);

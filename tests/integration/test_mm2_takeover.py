@@ -27,6 +27,7 @@ from support.kafka_io import (
     Record,
     by_partition,
     checkpoints_of,
+    cluster_clients,
     commit_offsets,
     committed_offsets,
     consume,
@@ -163,6 +164,9 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
             timeout=120,
             what="MM2's checkpoints of the group",
         )
+        check = run_mirrorline("config", "check", config)
+        assert check.returncode == 0, check.stderr
+        assert "waits for MirrorMaker 2 to stop: its group east-mm2" in check.stdout
         with running_driver(config, spark, tmp_path / "work") as driver:
             # MM2 still runs the flow: refused, and nothing written.
             refused = wait_until(
@@ -175,7 +179,8 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
             )
             assert "group east-mm2 on west" in refused and "Nothing was written" in refused
             target = ClusterClients.of("west", {"bootstrap.servers": west.bootstrap_servers})
-            assert saved_progress(load_config(config).flow("east", "west"), target, 30) == {}
+            saved = saved_progress(load_config(config).flow("east", "west"), target, 30)
+            assert [tp for tp in saved if tp[0] == topic] == []
             mm2.stop()
             wait_until(stream.finished, timeout=120, what="the stream to end")
             wait_until(
@@ -245,6 +250,15 @@ def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, 
             what="MM2 to copy past its last commit",
         )
         mm2.kill()
+        # Its worker stays in the group until its session times out.
+        admin = cluster_clients(west).admin
+        wait_until(
+            lambda: not mm2_state.connect_group(admin, "east-mm2").active,
+            timeout=60,
+            what="the killed worker to leave MM2's group",
+        )
+        check = run_mirrorline("config", "check", config)
+        assert "takes over from MirrorMaker 2 at" in check.stdout, check.stdout
         caplog.set_level(logging.INFO, logger="mirrorline.engine.takeover")
         with running_driver(config, spark, tmp_path / "work"):
             wait_until(stream.finished, timeout=120, what="the stream to end")

@@ -1,5 +1,8 @@
 """Reading each flow's run-time changes for `config check` and `status`, bounded in time.
 
+With them comes what a flow's next start does about a MirrorMaker 2 that
+copied its partitions before (`predecessor.handover.preview`).
+
 The changes live in the control topic on each flow's target cluster
 (`control.flow_control`), read with the flow's own target settings, as its
 driver reads them. Both commands must answer quickly and `config check` must
@@ -24,6 +27,8 @@ from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.flow_context import side_clients
 from mirrorline.kafka import KafkaOperationError
+from mirrorline.operations.positions import saved_progress
+from mirrorline.predecessor.handover import preview
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +91,11 @@ def _read_one(flow: FlowConfig, timeout: float) -> Runtime:
         return Runtime(flow.target, note=f"the clients of {flow.target} cannot be used: {exc}")
     store = ControlStore(clients)
     try:
-        return Runtime(flow.target, control=store.read(flow.name, timeout))
+        control = store.read(flow.name, timeout)
+        progress = saved_progress(flow, clients, timeout)
+        return Runtime(
+            flow.target, control=control, first_start=preview(flow, clients, progress, timeout)
+        )
     except KafkaOperationError as exc:
         message = str(exc)
     except KafkaException as exc:  # librdkafka refused the settings (a missing CA file, ...)

@@ -36,6 +36,7 @@ class Runtime:
     control: FlowControl | None = None
     note: str | None = None
     offline: bool = False
+    first_start: str | None = None  # a takeover from MirrorMaker 2, when one is due
 
     def to_dict(self, flow: FlowConfig) -> dict[str, Any] | None:
         """JSON: each list as in the file, as changed and as effective; None when not read."""
@@ -52,7 +53,7 @@ class Runtime:
             }
             for name, v in views.items()
         }
-        return {"read_from": self.target, **document}
+        return {"read_from": self.target, **document, "first_start": self.first_start}
 
 
 def display(setting: Setting[Any]) -> str:
@@ -108,6 +109,8 @@ def runtime_rows(runtime: Runtime) -> list[Row]:
     else:
         what = "no list changes"
     rows = [("run time", f"{what}, read from {runtime.target}")]
+    if runtime.first_start is not None:
+        rows.append(("first start", runtime.first_start))
     if control.state != "running":
         rows.append(("wanted state", f"{control.state} (an operator asked for it at run time)"))
     if control.positions is not None:

@@ -29,9 +29,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mirrorline.config.model import FlowConfig
 from mirrorline.flow_context import FlowContext
 from mirrorline.formats import FormatError, OffsetSync
-from mirrorline.kafka import partition_offsets, read_to_end
+from mirrorline.kafka import ClusterClients, partition_offsets, read_to_end
 from mirrorline.predecessor.mm2_state import (
     committed_offsets,
     connect_group,
@@ -43,7 +44,7 @@ from mirrorline.predecessor.tail_match import match_tail
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Handover", "PartitionHandover", "PredecessorRunning", "plan_handover"]
+__all__ = ["Handover", "PartitionHandover", "PredecessorRunning", "plan_handover", "preview"]
 
 SourcePartition = tuple[str, int]
 Pair = tuple[int, int]  # (source offset, target offset)
@@ -193,3 +194,40 @@ def _mm2_syncs(
         if tp in partitions:
             found[tp].append((sync.upstream_offset, sync.downstream_offset))
     return found
+
+
+def preview(
+    flow: FlowConfig,
+    target: ClusterClients,
+    progress: Mapping[SourcePartition, int],
+    timeout: float,
+) -> str | None:
+    """What the flow's first start does about MM2, for `config check`; None when nothing.
+
+    Reads only MM2's committed offsets and its group: where MM2's copy really
+    ends is found by the driver, at or after the offsets shown.
+    """
+    topic = offsets_topic_of(flow.source, flow.value("offset.storage.topic"))
+    committed = {
+        tp: offset
+        for tp, offset in committed_offsets(
+            target.consumer_settings, topic, flow.source, timeout=timeout
+        ).items()
+        if tp not in progress and flow.should_replicate_topic(tp[0])
+    }
+    if not committed:
+        return None
+    group_name = group_of(flow.source, flow.value("group.id"))
+    group = connect_group(target.admin, group_name, timeout)
+    shown = ", ".join(f"{t}[{p}]@{c + 1}" for (t, p), c in sorted(committed.items())[:8])
+    more = len(committed) - 8
+    where = f"{shown}{f' and {more} more' if more > 0 else ''}"
+    if group is not None and group.active:
+        return (
+            f"waits for MirrorMaker 2 to stop: its group {group_name} on {flow.target} has "
+            f"{len(group.members)} member(s); then takes over from it at {where} or after"
+        )
+    return (
+        f"takes over from MirrorMaker 2 at {where} or after (past its committed offsets in "
+        f"{topic}, where its copy on {flow.target} really ends)"
+    )

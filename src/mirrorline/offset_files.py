@@ -45,6 +45,7 @@ class GroupOffset:
     offset: int
     upstream_offset: int | None = None  # the group's offset on the source cluster, if known
     metadata: str = ""
+    by_timestamp: bool = False  # translated by timestamp, not exactly (data copied before)
 
     @classmethod
     def from_checkpoint(cls, checkpoint: Checkpoint) -> GroupOffset:
@@ -96,6 +97,7 @@ def to_json(
                 "offset": o.offset,
                 "upstream_offset": o.upstream_offset,
                 "metadata": o.metadata,
+                **({"translated_by": "timestamp"} if o.by_timestamp else {}),
             }
             for o in sorted(offsets, key=_position)
         ],

@@ -6,7 +6,13 @@ from dataclasses import replace
 
 from mirrorline.control.translation import Translation
 from mirrorline.failover.delta import check_delta
-from mirrorline.failover.groups import VIA_CHECKPOINT, VIA_RUNS, latest_checkpoints, translate_group
+from mirrorline.failover.groups import (
+    VIA_CHECKPOINT,
+    VIA_RUNS,
+    VIA_TIMESTAMP,
+    latest_checkpoints,
+    translate_group,
+)
 from mirrorline.failover.lag import lag_of
 from mirrorline.failover.loss import loss_window
 from mirrorline.failover.preflight import FlowFacts, evaluate
@@ -98,6 +104,16 @@ def test_only_a_checkpoint_of_the_committed_offset_translates_it():
     [waiting] = translate_group("g", _committed(orders=120), NAMES, checkpoints)
     assert waiting.offset is None
     assert waiting.reason == "the latest checkpoint is of offset 100, the group committed 120"
+
+
+def test_a_checkpoint_before_the_flows_runs_is_said_to_be_by_timestamp():
+    checkpoints = {("g", "east.orders", 0): Checkpoint("g", "east.orders", 0, 100, 97, "m")}
+
+    def before_runs(tp, offset):
+        return tp == ("orders", 0) and offset < 500
+
+    [found] = translate_group("g", _committed(orders=100), NAMES, checkpoints, None, before_runs)
+    assert (found.offset, found.via) == (97, VIA_TIMESTAMP)
 
 
 def test_offset_runs_translate_what_no_checkpoint_will():

@@ -159,3 +159,13 @@ def test_a_later_run_replaces_what_earlier_ones_said_from_its_start():
     store = TranslationStore()
     store.load([(P, Run(0, 0, 100)), (P, Run(150, 100, 50)), (P, Run(50, 300, 10))])
     assert store.runs(P) == (Run(0, 0, 50), Run(50, 300, 10))
+
+
+def test_offsets_before_every_run_precede_the_runs():
+    store = TranslationStore()
+    assert store.precedes_runs(P, 0)  # no runs at all
+    store.add_syncs(P, [(60, 60), (99, 99)])
+    assert store.precedes_runs(P, 59)
+    assert not store.precedes_runs(P, 60)
+    assert not store.precedes_runs(P, 1_000)
+    assert not store.translate(P, 59, 100).ok

@@ -267,6 +267,8 @@ def _checkpoints(status: FlowStatus) -> str:
     )
     synced = f", {c.group_offsets_synced} group offsets synced" if c.group_offsets_synced else ""
     pending = f", {c.untranslated} offsets not translatable yet" if c.untranslated else ""
+    if c.translated_by_timestamp:
+        pending += f", by timestamp: {', '.join(c.translated_by_timestamp)}"
     written = f"{c.groups} groups, {c.checkpoints_emitted} written"
     return f"; checkpoints: {written}{latency}{synced}{pending}"
 

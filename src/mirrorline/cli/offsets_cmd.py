@@ -114,7 +114,7 @@ def export(
         _fail(Failure(str(exc), EXIT_FAILED), as_json=False)
     except Failure as failure:
         _fail(failure, as_json=False)
-    report_export(len(offsets), group, source, target, output)
+    report_export(offsets, group, source, target, output)
 
 
 _ONE_OF_SOURCES = "One of --source or --from-file is required."

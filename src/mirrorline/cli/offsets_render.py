@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mirrorline.cli.failover_render import console
+from mirrorline.offset_files import GroupOffset
 from mirrorline.operations.failure import Failure
 from mirrorline.operations.offsets import (
     ApplyOutcome,
@@ -82,11 +84,24 @@ def render_outcome(outcome: ApplyOutcome, document: dict[str, Any]) -> None:
         console(sys.stderr).print(Text(f"✗ apply would be refused: {outcome.refused}", style="red"))
 
 
-def report_export(count: int, group: str, source: str, target: str, output: Path | None) -> None:
-    """How many offsets `export` wrote, and where (nothing said: stdout)."""
+def report_export(
+    offsets: Sequence[GroupOffset], group: str, source: str, target: str, output: Path | None
+) -> None:
+    """How many offsets `export` wrote, and where (nothing said: stdout); which were
+    translated by timestamp rather than exactly."""
     where = "" if output is None else f" to {output}"
+    approximate = [f"{o.topic}[{o.partition}]" for o in offsets if o.by_timestamp]
+    note = (
+        f"; translated by timestamp (not exactly: the data was copied before Mirrorline): "
+        f"{', '.join(approximate)}"
+        if approximate
+        else ""
+    )
     console(sys.stderr).print(
-        Text(f"{count} offsets of group {group} on {target} from {source}->{target}{where}")
+        Text(
+            f"{len(offsets)} offsets of group {group} on {target} from {source}->{target}"
+            f"{where}{note}"
+        )
     )
 
 

@@ -43,6 +43,7 @@ from confluent_kafka import KafkaException
 from mirrorline.checkpoints import CheckpointKey, read_checkpoints
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.offset_runs import read_runs
+from mirrorline.control.timestamp_translation import TimestampTranslator
 from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
 from mirrorline.flow_context import FlowContext
 from mirrorline.formats import Checkpoint
@@ -79,6 +80,9 @@ class CheckpointStats:
     groups_skipped_active: int  # sync rounds a group was skipped for its active members
     offsets_held_back: int  # partitions the target group had moved past the checkpoint
     last_untranslated: str = ""  # one example with its reason
+    # Groups with offsets translated by timestamp in the last round (data not copied by
+    # Mirrorline: see `control.timestamp_translation`).
+    translated_by_timestamp: tuple[str, ...] = ()
 
 
 class Checkpointer:
@@ -111,6 +115,8 @@ class Checkpointer:
         self._latencies_ms: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._count = 0
         self._untranslated: list[str] = []
+        self._translated_by_timestamp: tuple[str, ...] = ()
+        self._timestamps = TimestampTranslator(context)
         self._synced = 0
         self._skipped_active = 0
         self._held_back = 0
@@ -173,6 +179,7 @@ class Checkpointer:
         reverse: TranslationStore | None = None
         changed: list[tuple[Checkpoint, str, float]] = []  # with the source topic
         untranslated: list[str] = []
+        by_timestamp: set[str] = set()
         partitions = [
             (t, p) for t, n in {**replicated, **self._from_target()}.items() for p in range(n)
         ]
@@ -192,9 +199,21 @@ class Checkpointer:
                     translation = reverse.inverse((name, partition), committed.offset)
                 else:
                     continue
+                if (
+                    translation.offset is None
+                    and topic in replicated
+                    and self._copied_before_runs(
+                        store, (topic, partition), committed.offset, read_until
+                    )
+                ):
+                    translation = self._timestamps.translate(
+                        (topic, partition), name, committed.offset
+                    )
                 if translation.offset is None:
                     untranslated.append(_describe(group, topic, partition, committed, translation))
                     continue
+                if translation.by_timestamp:
+                    by_timestamp.add(group)
                 checkpoint = Checkpoint(
                     group, name, partition, committed.offset, translation.offset, committed.metadata
                 )
@@ -217,6 +236,7 @@ class Checkpointer:
             if self._on_written is not None:
                 self._on_written(latencies)
         self._untranslated = untranslated
+        self._translated_by_timestamp = tuple(sorted(by_timestamp))
         return len(changed)
 
     def sync_group_offsets(self) -> int:
@@ -276,10 +296,23 @@ class Checkpointer:
             groups_skipped_active=self._skipped_active,
             offsets_held_back=self._held_back,
             last_untranslated=self._untranslated[0] if self._untranslated else "",
+            translated_by_timestamp=self._translated_by_timestamp,
         )
 
     def close(self) -> None:
         self._topic.close()
+
+    @staticmethod
+    def _copied_before_runs(
+        store: TranslationStore,
+        partition: SourcePartition,
+        committed: int,
+        read_until: Mapping[SourcePartition, int],
+    ) -> bool:
+        """Whether `committed` lies in data the flow read past but its runs do not cover:
+        copied before them (by MirrorMaker 2 or another tool)."""
+        until = read_until.get(partition)
+        return until is not None and committed < until and store.precedes_runs(partition, committed)
 
     def _came_from_target(self, topic: str) -> bool:
         return self.flow.policy.topic_source(topic) == self.flow.target

@@ -71,10 +71,12 @@ class Run:
 
 @dataclass(frozen=True)
 class Translation:
-    """A translated offset, or the reason there is none."""
+    """A translated offset, or the reason there is none; `by_timestamp` when it is not
+    exact (`control.timestamp_translation`)."""
 
     offset: int | None
     reason: str = ""
+    by_timestamp: bool = False
 
     @property
     def ok(self) -> bool:
@@ -180,6 +182,13 @@ class TranslationStore:
             )
         with self._lock:
             return _translate(self._runs.get(partition, []), upstream)
+
+    def precedes_runs(self, partition: SourcePartition, upstream: int) -> bool:
+        """Whether `upstream` lies before everything the runs know of the partition: data
+        that was copied before them (or by another tool), which they cannot translate."""
+        with self._lock:
+            runs = self._runs.get(partition)
+            return not runs or upstream < runs[0].upstream
 
     def inverse(self, partition: SourcePartition, downstream: int) -> Translation:
         """The source offset for committed target offset `downstream` (failback).

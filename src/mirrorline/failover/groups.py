@@ -41,7 +41,12 @@ Partition = tuple[str, int]
 # (source partition, committed offset) -> a translation through offset runs, or None.
 Fallback = Callable[[Partition, int], Translation | None]
 
+# (source partition, committed offset) -> whether its checkpoint is a translation by
+# timestamp: the offset precedes the flow's offset runs (`control.timestamp_translation`).
+ByTimestamp = Callable[[Partition, int], bool]
+
 VIA_CHECKPOINT = "checkpoint"
+VIA_TIMESTAMP = "checkpoint, by timestamp"
 VIA_RUNS = "offset runs"
 
 
@@ -69,6 +74,7 @@ def translate_group(
     names: Mapping[str, str],
     checkpoints: Mapping[CheckpointKey, Checkpoint],
     fallback: Fallback | None = None,
+    by_timestamp: ByTimestamp | None = None,
 ) -> list[PartitionTranslation]:
     """Where `group` resumes on the target, for each committed partition of a topic in `names`.
 
@@ -94,7 +100,9 @@ def translate_group(
                     name,
                     checkpoint.downstream_offset,
                     at.metadata,
-                    VIA_CHECKPOINT,
+                    VIA_TIMESTAMP
+                    if by_timestamp is not None and by_timestamp((topic, partition), at.offset)
+                    else VIA_CHECKPOINT,
                 )
             )
             continue

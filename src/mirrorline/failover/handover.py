@@ -32,6 +32,7 @@ from mirrorline.failover.context import (
     Reporter,
 )
 from mirrorline.failover.groups import (
+    ByTimestamp,
     Fallback,
     GroupOutcome,
     PartitionTranslation,
@@ -67,6 +68,7 @@ def move_groups(
     names, came_back = topic_names(ctx, flow, state, on_source)
     partitions = [(t, p) for t in names for p in range(on_source.get(t, 0))]
     fallback = _fallback(ctx, state, came_back)
+    by_timestamp = _by_timestamp(ctx, flow.name, came_back)
     interval = flow.interval("emit.checkpoints")
     deadline = time.monotonic() + options.timeout
     translations: dict[str, list[PartitionTranslation]] = {}
@@ -80,7 +82,7 @@ def move_groups(
                 described = ctx.source.describe(group, partitions)
                 members[group] = described.members
                 translations[group] = translate_group(
-                    group, described.offsets, names, checkpoints, fallback
+                    group, described.offsets, names, checkpoints, fallback, by_timestamp
                 )
             ready = [g for g, found in translations.items() if all(t.ok for t in found)]
             wait.update(completed=len(ready), detail=f"{len(ready)} of {len(groups)} groups")
@@ -136,6 +138,14 @@ def topic_names(
     for topic, original in came_back.items():
         names.setdefault(topic, original)
     return names, came_back
+
+
+def _by_timestamp(ctx: FailoverContext, flow: str, came_back: Mapping[str, str]) -> ByTimestamp:
+    """Whether the checkpoint of a replicated topic's offset was translated by timestamp:
+    the offset precedes the flow's runs, in data the flow did not copy itself."""
+    store = TranslationStore()
+    store.load(read_runs(ctx.target.consumer_settings, flow, missing_ok=True))
+    return lambda tp, offset: tp[0] not in came_back and store.precedes_runs(tp, offset)
 
 
 def _fallback(ctx: FailoverContext, state: FailoverState, came_back: Mapping[str, str]) -> Fallback:

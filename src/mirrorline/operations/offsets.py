@@ -30,6 +30,9 @@ from typing import Any
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.cluster_access import ClusterAccess
 from mirrorline.config import MirrorConfig
+from mirrorline.config.model import FlowConfig
+from mirrorline.control.offset_runs import read_runs
+from mirrorline.control.translation import TranslationStore
 from mirrorline.group_offsets import (
     GroupOnCluster,
     MovePlan,
@@ -79,16 +82,33 @@ def checkpointed_offsets(
         # A negative downstream offset is no offset: MM2 writes none, never commit one.
         if g == group and c.downstream_offset >= 0
     ]
-    if not offsets:
-        groups = sorted({g for g, _, _ in checkpoints})
-        listed = ", ".join(groups[:10])
-        if len(groups) > 10:
-            listed += f" and {len(groups) - 10} more"
-        has = f"groups with checkpoints: {listed}" if groups else "it holds no checkpoints yet"
-        raise Failure(
-            f"no checkpoints of group {group} in {topic} on {target.alias} ({has})", EXIT_FAILED
-        )
-    return offsets
+    if offsets:
+        return _marked_by_timestamp(flow, target, offsets)
+    groups = sorted({g for g, _, _ in checkpoints})
+    listed = ", ".join(groups[:10])
+    if len(groups) > 10:
+        listed += f" and {len(groups) - 10} more"
+    has = f"groups with checkpoints: {listed}" if groups else "it holds no checkpoints yet"
+    raise Failure(
+        f"no checkpoints of group {group} in {topic} on {target.alias} ({has})", EXIT_FAILED
+    )
+
+
+def _marked_by_timestamp(
+    flow: FlowConfig, target: ClusterAccess, offsets: list[GroupOffset]
+) -> list[GroupOffset]:
+    """`offsets` with those translated by timestamp marked: checkpoints of offsets that
+    precede the flow's runs, in data it did not copy itself."""
+    store = TranslationStore()
+    store.load(read_runs(target.consumer_settings, flow.name, missing_ok=True))
+    marked = []
+    for o in offsets:
+        source_topic = flow.policy.upstream_topic(o.topic) or o.topic
+        own = flow.remote_topic(source_topic) == o.topic and o.upstream_offset is not None
+        if own and store.precedes_runs((source_topic, o.partition), o.upstream_offset or 0):
+            o = replace(o, by_timestamp=True)
+        marked.append(o)
+    return marked
 
 
 def apply_offsets(

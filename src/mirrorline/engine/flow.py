@@ -49,9 +49,9 @@ from mirrorline.engine.loops import CHECKPOINTS, QUERY, TOPICS, FlowLoops
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.provenance import Provenance
-from mirrorline.engine.start_offsets import resolve_start, spark_offsets, without_progress
+from mirrorline.engine.start_offsets import starting_offsets
 from mirrorline.engine.status import FlowStatus, summarise, with_outages
-from mirrorline.engine.takeover import follow_predecessor, take_over
+from mirrorline.engine.takeover import take_over
 from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)
@@ -401,24 +401,9 @@ class FlowRunner:
         raise DataPathFailed(reason)
 
     def _starting_offsets(self, ready: Mapping[str, int]) -> dict[str, dict[str, int]]:
-        """Progress where there is some, then where MirrorMaker 2's copy ended (if it
-        ran the flow before), then `start.position` for every other partition."""
-        known = self.committer.next_offsets()
-        fresh = without_progress(ready, known)
-        if fresh:
-            known.update(
-                follow_predecessor(
-                    self.context, fresh, runs=self.runs, committer=self.committer, term=self._term
-                )
-            )
-            fresh = without_progress(ready, known)
-        if fresh:
-            resolved = resolve_start(
-                self.flow.start_position, fresh, self.context.source.consumer_settings
-            )
-            self.committer.start_at(resolved, self._term)
-            known.update(resolved)
-        return spark_offsets(ready, known)
+        return starting_offsets(
+            self.context, ready, committer=self.committer, runs=self.runs, term=self._term
+        )
 
     def _provenance_for_policy(self) -> Provenance | None:
         """Provenance headers, for policies whose topic names cannot reveal loops."""

@@ -1,7 +1,9 @@
 """Where the flow's query starts reading each source partition.
 
-A partition with progress resumes there. As in MM2, a partition without
-(a new flow, topic or partition) starts at the flow's `start.position`:
+A partition with progress resumes there. A partition without (a new flow,
+topic or partition) that MirrorMaker 2 copied before continues where MM2's
+copy ends (`takeover.follow_predecessor`). As in MM2, any other partition
+starts at the flow's `start.position`:
 `earliest` stays symbolic (Spark's -2, the log start at the time the query
 starts), every other position is resolved to an offset here, which the flow
 saves before its query starts, so that restarting before the partition's first
@@ -16,7 +18,11 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from mirrorline.config.start_position import StartPosition
+from mirrorline.control.offset_runs import RunLog
+from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.progress import SourcePartition
+from mirrorline.engine.takeover import follow_predecessor
+from mirrorline.flow_context import FlowContext
 
 EARLIEST = -2  # Spark's symbolic offset for the start of a partition
 _TIMEOUT_S = 30.0
@@ -34,6 +40,29 @@ def spark_offsets(
 ) -> dict[str, dict[str, int]]:
     """`startingOffsets` of Spark's Kafka source for `ready`, every partition in `known`."""
     return {t: {str(p): known[(t, p)] for p in range(n)} for t, n in ready.items()}
+
+
+def starting_offsets(
+    context: FlowContext,
+    ready: Mapping[str, int],
+    *,
+    committer: BatchCommitter,
+    runs: RunLog,
+    term: int | None,
+) -> dict[str, dict[str, int]]:
+    """`startingOffsets` for the `ready` partitions (see the module); new starts are saved."""
+    known = committer.next_offsets()
+    fresh = without_progress(ready, known)
+    if fresh:
+        known.update(follow_predecessor(context, fresh, runs=runs, committer=committer, term=term))
+        fresh = without_progress(ready, known)
+    if fresh:
+        resolved = resolve_start(
+            context.flow.start_position, fresh, context.source.consumer_settings
+        )
+        committer.start_at(resolved, term)
+        known.update(resolved)
+    return spark_offsets(ready, known)
 
 
 def resolve_start(

@@ -75,9 +75,12 @@ def test_an_empty_jar_cache_asks_for_mirrorline_setup(tmp_path: Path):
     empty.mkdir()
     done = doctor(env={**child_env(), "MIRRORLINE_JVM_LIB": str(empty)})
     assert done.returncode == 1, done.stdout + done.stderr
-    (missing,) = failures(done)
-    assert missing.startswith("FAIL jars spark-kafka: Spark's Kafka connector")
-    assert f"fix: run `mirrorline setup` (fetches them from Maven Central into {empty})" in missing
+    connector, transforms = failures(done)
+    assert connector.startswith("FAIL jars spark-kafka: Spark's Kafka connector")
+    assert transforms.startswith("FAIL jars connect-transforms: ")
+    for missing in (connector, transforms):
+        fix = f"fix: run `mirrorline setup` (fetches them from Maven Central into {empty})"
+        assert fix in missing
     # The broker jars are only for `mirrorline dev up`: a warning, not a failure.
     assert any(line.startswith("warn jars kafka: ") for line in done.stdout.splitlines())
 

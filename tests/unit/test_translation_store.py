@@ -163,7 +163,7 @@ def test_a_later_run_replaces_what_earlier_ones_said_from_its_start():
 
 def test_offsets_before_every_run_precede_the_runs():
     store = TranslationStore()
-    assert store.precedes_runs(P, 0)  # no runs at all
+    assert not store.precedes_runs(P, 0)  # no runs: nothing shows what was copied after
     store.add_syncs(P, [(60, 60), (99, 99)])
     assert store.precedes_runs(P, 59)
     assert not store.precedes_runs(P, 60)

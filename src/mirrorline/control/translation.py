@@ -184,11 +184,12 @@ class TranslationStore:
             return _translate(self._runs.get(partition, []), upstream)
 
     def precedes_runs(self, partition: SourcePartition, upstream: int) -> bool:
-        """Whether `upstream` lies before everything the runs know of the partition: data
-        that was copied before them (or by another tool), which they cannot translate."""
+        """Whether `upstream` lies before the partition's first run: data that was copied
+        before the flow copied any (by MirrorMaker 2 or another tool), which the runs cannot
+        translate. False without runs: nothing shows that the flow copied after it."""
         with self._lock:
             runs = self._runs.get(partition)
-            return not runs or upstream < runs[0].upstream
+            return runs is not None and bool(runs) and upstream < runs[0].upstream
 
     def inverse(self, partition: SourcePartition, downstream: int) -> Translation:
         """The source offset for committed target offset `downstream` (failback).

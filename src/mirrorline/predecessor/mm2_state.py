@@ -110,8 +110,14 @@ def _source_partition(key: bytes | None, source: str) -> SourcePartition | None:
 
 
 def _partitions(consumer: Consumer, topic: str, timeout: float) -> int:
+    """The topic's partition count; 0 when it does not exist or is not visible.
+
+    Every topic is listed, rather than `topic` asked for: a cluster where MM2
+    never ran, and a principal without access to MM2's topic, then log no
+    denied request in the broker's authorizer log.
+    """
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout)
+        metadata = consumer.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise KafkaOperationError(f"cannot read {topic}: {exc.args[0].str()}") from None
     found = metadata.topics.get(topic)

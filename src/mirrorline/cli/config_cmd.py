@@ -134,7 +134,9 @@ def check(
         _report_errors(str(file), exc.issues, as_json)
         raise typer.Exit(EXIT_INVALID) from None
     enabled = config.enabled_flows()
-    runtimes = offline_runtimes(enabled) if offline else read_runtime(enabled, timeout)
+    runtimes = (
+        offline_runtimes(enabled) if offline else read_runtime(enabled, timeout, first_start=True)
+    )
     if as_json:
         typer.echo(json.dumps(_document(config, runtimes), indent=2))
         return

@@ -1,7 +1,7 @@
 """Reading each flow's run-time changes for `config check` and `status`, bounded in time.
 
-With them comes what a flow's next start does about a MirrorMaker 2 that
-copied its partitions before (`predecessor.handover.preview`).
+With `first_start` (`config check`), also what a flow's next start does about
+a MirrorMaker 2 that copied its partitions before (`predecessor.handover.preview`).
 
 The changes live in the control topic on each flow's target cluster
 (`control.flow_control`), read with the flow's own target settings, as its
@@ -51,7 +51,7 @@ def offline(flows: Sequence[FlowConfig]) -> dict[str, Runtime]:
 
 
 def read_runtime(
-    flows: Sequence[FlowConfig], timeout: float = READ_TIMEOUT_S
+    flows: Sequence[FlowConfig], timeout: float = READ_TIMEOUT_S, *, first_start: bool = False
 ) -> dict[str, Runtime]:
     """Each flow's run-time control from its target cluster, all flows at once.
 
@@ -63,7 +63,7 @@ def read_runtime(
     lock = threading.Lock()
 
     def read(flow: FlowConfig) -> None:
-        runtime = _read_one(flow, timeout)
+        runtime = _read_one(flow, timeout, first_start)
         with lock:
             results[flow.name] = runtime
 
@@ -83,7 +83,7 @@ def read_runtime(
         }
 
 
-def _read_one(flow: FlowConfig, timeout: float) -> Runtime:
+def _read_one(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:
     try:
         # Without librdkafka's own log lines: a note says when the cluster does not answer.
         clients = side_clients(flow, "target", {"log_level": 0})
@@ -92,6 +92,8 @@ def _read_one(flow: FlowConfig, timeout: float) -> Runtime:
     store = ControlStore(clients)
     try:
         control = store.read(flow.name, timeout)
+        if not first_start:
+            return Runtime(flow.target, control=control)
         progress = saved_progress(flow, clients, timeout)
         return Runtime(
             flow.target, control=control, first_start=preview(flow, clients, progress, timeout)

@@ -129,21 +129,27 @@ def plan_handover(context: FlowContext, partitions: Iterable[SourcePartition]) -
             "Nothing was written"
         )
     syncs = _mm2_syncs(context, set(committed))
+    remotes = {tp: (flow.remote_topic(tp[0]), tp[1]) for tp in committed}
+    ends = partition_offsets(
+        context.target.admin, remotes.values(), "latest", timeout=30.0, what=f"target {flow.target}"
+    )
     found = tuple(
-        _partition_handover(context, tp, offset, syncs.get(tp, []))
+        _partition_handover(context, tp, offset, ends[remotes[tp]], syncs.get(tp, []))
         for tp, offset in sorted(committed.items())
     )
     return Handover(topic, group_name, found)
 
 
 def _partition_handover(
-    context: FlowContext, tp: SourcePartition, committed: int, mm2_syncs: Sequence[Pair]
+    context: FlowContext,
+    tp: SourcePartition,
+    committed: int,
+    end: int,
+    mm2_syncs: Sequence[Pair],
 ) -> PartitionHandover:
+    """`end`: the remote partition's end offset."""
     flow = context.flow
     remote = (flow.remote_topic(tp[0]), tp[1])
-    end = partition_offsets(
-        context.target.admin, [remote], "latest", timeout=30.0, what=f"target {flow.target}"
-    )[remote]
     anchors = [d for u, d in mm2_syncs if u <= committed and d < end]
     lower = max(anchors[-1] if anchors else 0, end - MAX_TAIL)
     target = read_digests(context.target.consumer_settings, remote, lower, end, committed=True)

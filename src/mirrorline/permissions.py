@@ -35,6 +35,13 @@ Target B
     DESCRIBE_CONFIGS on `heartbeats`;
   - topic ACL sync: DESCRIBE and ALTER on the cluster (to read and write ACLs).
 
+Taking a flow over from MirrorMaker 2 (`takeover_grants`, printed by
+`mirrorline acls --takeover`) reads, on the target, MM2's Connect offsets
+topic (READ, DESCRIBE) and asks whether MM2's Connect group still has members
+(DESCRIBE on the group). They are listed apart because a flow that never had
+a predecessor does not need them; without them the offsets topic is invisible
+and the flow starts at `start.position`.
+
 Topic and group filters are regular expressions, which ACLs cannot express:
 a literal name becomes a LITERAL resource, `prefix.*` a PREFIXED one, and
 anything else the wildcard `*` (`Grant.note` says so).
@@ -49,6 +56,7 @@ from dataclasses import dataclass
 from mirrorline.config.model import FlowConfig
 from mirrorline.filters import NameFilter
 from mirrorline.java_classes import is_java
+from mirrorline.predecessor.mm2_state import group_of, offsets_topic_of
 
 __all__ = [
     "Grant",
@@ -57,6 +65,7 @@ __all__ = [
     "probe_topic",
     "remote_resource",
     "required_grants",
+    "takeover_grants",
 ]
 
 OWN_PREFIX = "mirrorline"
@@ -171,6 +180,17 @@ def required_grants(flow: FlowConfig) -> list[Grant]:
         grants.append(Grant(src, "CLUSTER", "LITERAL", CLUSTER, ("DESCRIBE",), "ACL sync"))
         grants.append(Grant(dst, "CLUSTER", "LITERAL", CLUSTER, ("DESCRIBE", "ALTER"), "ACL sync"))
     return grants
+
+
+def takeover_grants(flow: FlowConfig) -> list[Grant]:
+    """What taking the flow over from MirrorMaker 2 needs on its target (see the module)."""
+    why = "taking over from MirrorMaker 2"
+    topic = offsets_topic_of(flow.source, flow.value("offset.storage.topic"))
+    group = group_of(flow.source, flow.value("group.id"))
+    return [
+        Grant(flow.target, "TOPIC", "LITERAL", topic, _READ, why),
+        Grant(flow.target, "GROUP", "LITERAL", group, ("DESCRIBE",), why),
+    ]
 
 
 def heartbeat_grants(flow: FlowConfig) -> list[Grant]:

@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from mirrorline.config import load_config
 from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.positions import saved_progress
@@ -41,8 +43,11 @@ from support.mm2_process import SINGLE_BROKER_LINES, Mm2Process
 from support.wait import wait_until
 
 PARTITIONS = 4
-TOTAL = 40_000
+TOTAL = 30_000
 RATE = 2_000  # records per second
+LATER = PARTITIONS * 100  # records produced after a takeover
+LATE = TOTAL // PARTITIONS + 50  # a source offset among them
+MODES = {"at_least_once": "disabled", "exactly_once": "enabled"}
 
 
 class SteadyStream:
@@ -83,13 +88,19 @@ class SteadyStream:
         return not self._thread.is_alive()
 
 
+def _later(i: int) -> Record:
+    return Record(f"later{i}".encode(), b"after the takeover", (), None, i % PARTITIONS)
+
+
 def _remote_count(west, topic: str) -> int:
     if topic not in topic_names(west.bootstrap_servers):
         return 0
     return sum(end_offsets(west.bootstrap_servers, topic).values())
 
 
-def _config(tmp_path: Path, east, west, topic: str, group: str, extra: str = "") -> Path:
+def _config(
+    tmp_path: Path, east, west, topic: str, group: str, extra: str = "", flush_ms: int = 5_000
+) -> Path:
     """One file for both tools: MM2's Connect topics and group named for this test."""
     body = "\n".join(
         [
@@ -102,7 +113,7 @@ def _config(tmp_path: Path, east, west, topic: str, group: str, extra: str = "")
             f"status.storage.topic = {topic}.status",
             "emit.checkpoints.interval.seconds = 1",
             "refresh.groups.interval.seconds = 1",
-            "west.offset.flush.interval.ms = 5000",  # MM2 reads it per target cluster
+            f"west.offset.flush.interval.ms = {flush_ms}",  # MM2 reads it per target cluster
             extra,
         ]
     )
@@ -112,23 +123,41 @@ def _config(tmp_path: Path, east, west, topic: str, group: str, extra: str = "")
 def _mm2_committed(west, topic: str) -> dict:
     """MM2's committed offsets for the test's flow (none while its topic is not ready)."""
     try:
-        return mm2_state.committed_offsets(
+        found = mm2_state.committed_offsets(
             {"bootstrap.servers": west.bootstrap_servers}, f"{topic}.offsets", "east"
         )
+        return found or {}
     except KafkaOperationError:
         return {}
 
 
-def _wait_for_checkpoints(west, group: str, remote: str, offset: int) -> None:
-    """Until every partition's checkpoint says `offset` on the source is `offset` on west."""
+def _wait_for_checkpoints(west, group: str, remote: str, expected: dict[int, int]) -> None:
+    """Until each partition's checkpoint translates its source offset in `expected`
+    (partition: source offset) to the same offset on west."""
+    _wait_for_translation(west, group, remote, {p: (o, o) for p, o in expected.items()})
+
+
+def _wait_for_translation(west, group: str, remote: str, expected: dict) -> None:
+    """Until the checkpoints of `group` are `expected` (partition: (source, target))."""
+    seen: dict = {}
 
     def exact() -> bool:
         found = checkpoints_of(west.bootstrap_servers, "east", group, remote)
-        return len(found) == PARTITIONS and all(
-            (c.upstream_offset, c.downstream_offset) == (offset, offset) for c in found.values()
-        )
+        seen.update({p: (c.upstream_offset, c.downstream_offset) for p, c in found.items()})
+        return seen == expected
 
-    wait_until(exact, timeout=90, what=f"checkpoints of {group} at {offset}")
+    try:
+        wait_until(exact, timeout=90, what=f"checkpoints of {group}: {expected}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the last ones: {seen}") from None
+
+
+def _copies_of_later(west, remote: str) -> dict[int, int]:
+    """Per partition, the target offset of the copy of source offset LATE."""
+    copies = consume(west.bootstrap_servers, remote, expected=TOTAL + LATER, timeout=120)
+    assert len(copies) == TOTAL + LATER, f"{len(copies)} copies of {TOTAL + LATER} records"
+    at = {c.key: c.offset for c in copies}
+    return {p: at[_later(p + PARTITIONS * (LATE - TOTAL // PARTITIONS)).key] for p in range(4)}
 
 
 def _assert_copied_once(east, west, topic: str, stream: SteadyStream) -> None:
@@ -140,12 +169,20 @@ def _assert_copied_once(east, west, topic: str, stream: SteadyStream) -> None:
     assert by_partition(copies) == by_partition(originals)
 
 
-def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spark, tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spark, tmp_path, mode):
     east, west = two_clusters
     topic, group = unique_name("handover"), unique_name("readers")
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
-    config = _config(tmp_path, east, west, topic, group)
+    config = _config(
+        tmp_path,
+        east,
+        west,
+        topic,
+        group,
+        f"east->west.exactly.once.source.support = {MODES[mode]}",
+    )
     # A group that will have read the first 1,000 records of each partition.
     commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(PARTITIONS), 1000))
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
@@ -188,10 +225,13 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
             )
             _assert_copied_once(east, west, topic, stream)
             # The group's offset in MM2's range translates exactly (MM2's own checkpoint
-            # was an offset sync's, up to offset.lag.max before it), then one in Mirrorline's.
-            _wait_for_checkpoints(west, group, remote, 1000)
-            commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(4), 9_990))
-            _wait_for_checkpoints(west, group, remote, 9_990)
+            # was an offset sync's, up to offset.lag.max before it), then one in Mirrorline's
+            # copy of records produced after the takeover.
+            _wait_for_checkpoints(west, group, remote, dict.fromkeys(range(4), 1000))
+            produce(east.bootstrap_servers, topic, [_later(i) for i in range(LATER)])
+            late = _copies_of_later(west, remote)  # transaction markers move exactly-once's
+            commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(4), LATE))
+            _wait_for_translation(west, group, remote, {p: (LATE, o) for p, o in late.items()})
             done = run_mirrorline(
                 "failover",
                 "-c",
@@ -211,44 +251,62 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
             [moved] = json.loads(done.stdout)["groups"]
             assert moved["group"] == group and moved["status"] == "moved", moved
         # On west the group goes on at the copy of the first record it had not read.
-        assert committed_offsets(west.bootstrap_servers, group, remote, 4) == dict.fromkeys(
-            range(4), 9_990
-        )
+        assert committed_offsets(west.bootstrap_servers, group, remote, 4) == late
     finally:
         if mm2.running():
             mm2.kill()
         reset_control(west, "east->west")  # the failover stopped the flow
 
 
-def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, caplog):
-    """SIGKILL leaves records past MM2's last commit on the target; Mirrorline, in
-    exactly-once mode for this flow (a flow-level key MM2's workers do not read),
-    copies none of them again."""
+@pytest.mark.parametrize(
+    "mode, commits",
+    [("exactly_once", "between two commits"), ("at_least_once", "before its first commit")],
+)
+def test_a_killed_mm2_is_taken_over(two_clusters, spark, tmp_path, caplog, mode, commits):
+    """SIGKILL leaves records past MM2's last commit on the target (or, killed before
+    its first commit, only its offset syncs say what it copied); Mirrorline, in
+    exactly-once or at-least-once mode for this flow (flow-level keys MM2's
+    workers do not read), copies none of them again."""
     east, west = two_clusters
     topic, group = unique_name("killed"), unique_name("readers")
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
+    first_commit = commits == "before its first commit"
     config = _config(
-        tmp_path, east, west, topic, group, "east->west.exactly.once.source.support = enabled"
+        tmp_path,
+        east,
+        west,
+        topic,
+        group,
+        f"east->west.exactly.once.source.support = {MODES[mode]}",
+        flush_ms=600_000 if first_commit else 5_000,
     )
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
     try:
         wait_until(lambda: remote in topic_names(west.bootstrap_servers), timeout=120, what="MM2")
         stream = SteadyStream(east.bootstrap_servers, topic)
-        wait_until(
-            lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
-            timeout=60,
-            what="MM2's committed offsets",
-        )
-        # Killed between two of its offset commits (every 5 s), while the stream goes on.
-        wait_until(
-            lambda: (
-                _remote_count(west, remote)
-                > sum(_mm2_committed(west, topic).values()) + PARTITIONS + 1_000
-            ),
-            timeout=60,
-            what="MM2 to copy past its last commit",
-        )
+        if first_commit:
+            wait_until(
+                lambda: _remote_count(west, remote) > TOTAL // 4,
+                timeout=60,
+                what="MM2 to copy a quarter",
+            )
+            assert _mm2_committed(west, topic) == {}
+        else:
+            wait_until(
+                lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
+                timeout=60,
+                what="MM2's committed offsets",
+            )
+            # Killed between two of its offset commits (every 5 s), while the stream goes on.
+            wait_until(
+                lambda: (
+                    _remote_count(west, remote)
+                    > sum(_mm2_committed(west, topic).values()) + PARTITIONS + 1_000
+                ),
+                timeout=60,
+                what="MM2 to copy past its last commit",
+            )
         mm2.kill()
         # Its worker stays in the group until its session times out.
         admin = cluster_clients(west).admin
@@ -258,7 +316,7 @@ def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, 
             what="the killed worker to leave MM2's group",
         )
         check = run_mirrorline("config", "check", config)
-        assert "takes over from MirrorMaker 2 at" in check.stdout, check.stdout
+        assert "takes over from MirrorMaker 2 " in check.stdout, check.stdout
         caplog.set_level(logging.INFO, logger="mirrorline.engine.takeover")
         with running_driver(config, spark, tmp_path / "work"):
             wait_until(stream.finished, timeout=120, what="the stream to end")
@@ -271,8 +329,14 @@ def test_a_killed_mm2_is_taken_over_exactly_once(two_clusters, spark, tmp_path, 
             for r in caplog.records
             if "takes over from MirrorMaker" in r.getMessage()
         ]
-        past = int(re.search(r"; (\d+) records it wrote after its last commit", line).group(1))
-        assert past > 0, line
+        if first_commit:  # every partition followed from MM2's offset syncs
+            notes = [
+                r.getMessage() for r in caplog.records if "committed no offset" in r.getMessage()
+            ]
+            assert len(notes) == PARTITIONS, notes
+        else:
+            past = re.search(r"; (\d+) records it wrote after its last commit", line)
+            assert int(past.group(1)) > 0, line
     finally:
         if mm2.running():
             mm2.kill()

@@ -66,3 +66,18 @@ def test_acls_command_prints_json(tmp_path):
     assert result.exit_code == 0, result.output
     names = {(g["cluster"], g["name"]) for g in json.loads(result.output)["grants"]}
     assert ("B", "A.orders") in names and ("B", "heartbeats") in names
+
+
+def test_takeover_adds_the_reads_of_mm2s_offsets_and_group(tmp_path):
+    path = tmp_path / "f.properties"
+    path.write_text(BASE + "A->B.offset.storage.topic = mm2-offsets\n")
+    plain = CliRunner().invoke(app, ["acls", "--config", str(path), "--json"])
+    taken = CliRunner().invoke(app, ["acls", "--config", str(path), "--json", "--takeover"])
+    assert taken.exit_code == 0, taken.output
+    before = {(g["resource"], g["name"]) for g in json.loads(plain.output)["grants"]}
+    after = {
+        (g["resource"], g["name"]): g["operations"] for g in json.loads(taken.output)["grants"]
+    }
+    assert ("TOPIC", "mm2-offsets") not in before
+    assert after[("TOPIC", "mm2-offsets")] == ["READ", "DESCRIBE"]
+    assert after[("GROUP", "A-mm2")] == ["DESCRIBE"]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mirrorline.config import ConfigError, load_config
-from mirrorline.permissions import heartbeat_grants, merged, required_grants
+from mirrorline.permissions import heartbeat_grants, merged, required_grants, takeover_grants
 
 out = Console()
 err = Console(stderr=True)
@@ -26,12 +26,19 @@ def acls(
         "--principal",
         help="Principal the commands grant to (as in kafka-acls: User:NAME).",
     ),
+    takeover: bool = typer.Option(
+        False,
+        "--takeover",
+        help="Add what taking the flows over from a MirrorMaker 2 that ran them needs.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON document."),
 ) -> None:
     """Print the least-privilege ACLs of every enabled flow, per cluster.
 
     The list follows the file: offset-syncs location, exactly-once, checkpoints,
-    group offset sync and ACL sync change it. With the default output each cluster
+    group offset sync and ACL sync change it. `--takeover` adds the reads of
+    MirrorMaker 2's offsets and group for switching over from it (see
+    docs/migrating-from-mm2.md). With the default output each cluster
     also gets the `kafka-acls.sh` commands that grant it. Exit code 2 for a
     configuration error.
     """
@@ -43,6 +50,7 @@ def acls(
     grants = merged(
         [g for flow in loaded.enabled_flows() for g in required_grants(flow)]
         + [g for flow in loaded.heartbeat_flows() for g in heartbeat_grants(flow)]
+        + [g for flow in loaded.enabled_flows() if takeover for g in takeover_grants(flow)]
     )
     if as_json:
         typer.echo(json.dumps({"grants": [asdict(g) for g in grants]}, indent=2))

@@ -19,7 +19,10 @@ offsets on the target (`mm2_state`). When there are some:
    one at the tail exactly, and one after the handover exactly from
    Mirrorline's own runs.
 
-Partitions MM2 never committed start at `start.position` as usual.
+A partition MM2 copied but never committed (it was killed before its first
+offset commit) is followed from MM2's latest offset sync for it: the record
+there was copied, so the comparison starts at that pair. Partitions with
+neither a commit nor a sync start at `start.position` as usual.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mirrorline.config.model import FlowConfig
 from mirrorline.flow_context import FlowContext
@@ -67,6 +70,10 @@ class PartitionHandover:
     syncs: tuple[Pair, ...] = ()
     note: str = ""  # how the start was found, when not by the tail
 
+    def but(self, *, note: str) -> PartitionHandover:
+        """This one with `note` said first."""
+        return replace(self, note="; ".join(n for n in (note, self.note) if n))
+
     @property
     def past_commit(self) -> int:
         """Source offsets MM2 copied after its last commit (found on the target)."""
@@ -101,22 +108,22 @@ class Handover:
 
 
 def plan_handover(context: FlowContext, partitions: Iterable[SourcePartition]) -> Handover | None:
-    """The takeover from MM2 of `partitions` (without progress); None when MM2 committed
-    none of them.
+    """The takeover from MM2 of `partitions` (without progress); None when MM2 copied
+    none of them (neither committed nor synced).
 
     Raises `PredecessorRunning` while MM2's Connect group has members and
     `KafkaOperationError` when a cluster cannot be read.
     """
     flow = context.flow
-    settings = context.target.consumer_settings
     topic = offsets_topic_of(flow.source, flow.value("offset.storage.topic"))
     wanted = set(partitions)
-    committed = {
-        tp: offset
-        for tp, offset in committed_offsets(settings, topic, flow.source).items()
-        if tp in wanted
-    }
-    if not committed:
+    everything = committed_offsets(context.target.consumer_settings, topic, flow.source)
+    if everything is None:
+        return None  # no MM2 ran against this target
+    committed = {tp: offset for tp, offset in everything.items() if tp in wanted}
+    syncs = _mm2_syncs(context, wanted)
+    synced_only = {tp: s[-1][0] for tp, s in syncs.items() if s and tp not in committed}
+    if not committed and not synced_only:
         return None
     group_name = group_of(flow.source, flow.value("group.id"))
     group = connect_group(context.target.admin, group_name)
@@ -128,16 +135,33 @@ def plan_handover(context: FlowContext, partitions: Iterable[SourcePartition]) -
             "(a killed worker leaves the group when its session times out). "
             "Nothing was written"
         )
-    syncs = _mm2_syncs(context, set(committed))
-    remotes = {tp: (flow.remote_topic(tp[0]), tp[1]) for tp in committed}
+    remotes = {tp: (flow.remote_topic(tp[0]), tp[1]) for tp in {**committed, **synced_only}}
     ends = partition_offsets(
         context.target.admin, remotes.values(), "latest", timeout=30.0, what=f"target {flow.target}"
     )
-    found = tuple(
+    found = [
         _partition_handover(context, tp, offset, ends[remotes[tp]], syncs.get(tp, []))
+        or _after_commit(tp, offset, remotes[tp], syncs.get(tp, []))
         for tp, offset in sorted(committed.items())
-    )
-    return Handover(topic, group_name, found)
+    ]
+    for tp, offset in sorted(synced_only.items()):
+        followed = _partition_handover(context, tp, offset, ends[remotes[tp]], syncs[tp])
+        if followed is None:  # not found on the target: start.position decides
+            log.warning(
+                "flow %s: MirrorMaker 2 committed no offset for %s[%d] and its copy of offset "
+                "%d is not on %s[%d]; the partition starts at start.position",
+                flow.name,
+                *tp,
+                offset,
+                *remotes[tp],
+            )
+            continue
+        note = (
+            f"MirrorMaker 2 committed no offset for {tp[0]}[{tp[1]}]; its copy was followed "
+            f"from its offset sync of offset {offset}"
+        )
+        found.append(followed.but(note=note))
+    return Handover(topic, group_name, tuple(found))
 
 
 def _partition_handover(
@@ -146,8 +170,9 @@ def _partition_handover(
     committed: int,
     end: int,
     mm2_syncs: Sequence[Pair],
-) -> PartitionHandover:
-    """`end`: the remote partition's end offset."""
+) -> PartitionHandover | None:
+    """Where MM2's copy of `tp` ends, from the record at `committed` on; None when the
+    remote partition's tail (it ends at `end`) does not hold that record."""
     flow = context.flow
     remote = (flow.remote_topic(tp[0]), tp[1])
     anchors = [d for u, d in mm2_syncs if u <= committed and d < end]
@@ -155,16 +180,9 @@ def _partition_handover(
     target = read_digests(context.target.consumer_settings, remote, lower, end, committed=True)
     source = read_digests(context.source.consumer_settings, tp, committed, None, limit=len(target))
     found = match_tail([d for _, d in target], [d for _, d in source])
-    earlier = tuple((u, d) for u, d in mm2_syncs if u <= committed)
     if found is None:
-        return PartitionHandover(
-            tp,
-            committed,
-            committed + 1,
-            earlier,
-            note=f"the record at {tp[0]}[{tp[1]}] offset {committed} is not at the end of "
-            f"{remote[0]}[{remote[1]}]; resuming after MirrorMaker 2's committed offset",
-        )
+        return None
+    earlier = tuple((u, d) for u, d in mm2_syncs if u <= committed)
     pairs = tuple(
         (s, t)
         for (s, _), (t, _) in zip(source[: found.length], target[-found.length :], strict=True)
@@ -179,6 +197,20 @@ def _partition_handover(
     start = pairs[-1][0] + 1
     return PartitionHandover(
         tp, committed, start, tuple(p for p in earlier if p[0] < pairs[0][0]) + pairs, note
+    )
+
+
+def _after_commit(
+    tp: SourcePartition, committed: int, remote: SourcePartition, mm2_syncs: Sequence[Pair]
+) -> PartitionHandover:
+    """Resuming after MM2's committed offset, its tail not found on the target."""
+    return PartitionHandover(
+        tp,
+        committed,
+        committed + 1,
+        tuple((u, d) for u, d in mm2_syncs if u <= committed),
+        note=f"the record at {tp[0]}[{tp[1]}] offset {committed} is not at the end of "
+        f"{remote[0]}[{remote[1]}]; resuming after MirrorMaker 2's committed offset",
     )
 
 
@@ -214,26 +246,28 @@ def preview(
     ends is found by the driver, at or after the offsets shown.
     """
     topic = offsets_topic_of(flow.source, flow.value("offset.storage.topic"))
+    found = committed_offsets(target.consumer_settings, topic, flow.source, timeout=timeout)
     committed = {
         tp: offset
-        for tp, offset in committed_offsets(
-            target.consumer_settings, topic, flow.source, timeout=timeout
-        ).items()
+        for tp, offset in (found or {}).items()
         if tp not in progress and flow.should_replicate_topic(tp[0])
     }
-    if not committed:
+    if committed:
+        shown = ", ".join(f"{t}[{p}]@{c + 1}" for (t, p), c in sorted(committed.items())[:8])
+        more = len(committed) - 8
+        where = f"at {shown}{f' and {more} more' if more > 0 else ''} or after"
+        how = f"past its committed offsets in {topic}, where its copy on {flow.target} really ends"
+    elif found == {} and not any(flow.should_replicate_topic(t) for t, _ in progress):
+        # MM2 started, and was stopped before its first commit
+        where = "where its offset syncs show its copy ends"
+        how = f"it committed no offsets in {topic}"
+    else:
         return None
     group_name = group_of(flow.source, flow.value("group.id"))
     group = connect_group(target.admin, group_name, timeout)
-    shown = ", ".join(f"{t}[{p}]@{c + 1}" for (t, p), c in sorted(committed.items())[:8])
-    more = len(committed) - 8
-    where = f"{shown}{f' and {more} more' if more > 0 else ''}"
     if group is not None and group.active:
         return (
             f"waits for MirrorMaker 2 to stop: its group {group_name} on {flow.target} has "
-            f"{len(group.members)} member(s); then takes over from it at {where} or after"
+            f"{len(group.members)} member(s); then takes over from it {where}"
         )
-    return (
-        f"takes over from MirrorMaker 2 at {where} or after (past its committed offsets in "
-        f"{topic}, where its copy on {flow.target} really ends)"
-    )
+    return f"takes over from MirrorMaker 2 {where} ({how})"

@@ -58,10 +58,11 @@ def committed_offsets(
     source: str,
     *,
     timeout: float = _READ_TIMEOUT_S,
-) -> dict[SourcePartition, int]:
+) -> dict[SourcePartition, int] | None:
     """The last source offset MM2 committed as copied, per source partition of `source`.
 
-    Empty when the topic does not exist (no MM2 ran against this target).
+    None when the topic does not exist (no MM2 ran against this target); MM2
+    creates it when it starts, before it copies anything.
     """
     consumer = Consumer(
         {
@@ -73,6 +74,8 @@ def committed_offsets(
     )
     try:
         partitions = _partitions(consumer, topic, timeout)
+        if not partitions:
+            return None
         offsets: dict[SourcePartition, int] = {}
         for record in _read_whole(consumer, topic, partitions, timeout):
             entry = _source_partition(record.key(), source)

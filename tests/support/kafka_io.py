@@ -229,6 +229,47 @@ def consume(
         consumer.close()
 
 
+def consume_to_end(bootstrap: Endpoint, topic: str, *, timeout: float = 60) -> list[Record]:
+    """Every record of `topic` up to each partition's end as the read finds it
+    (read_committed: transaction markers take offsets but are no records)."""
+    consumer = Consumer(
+        {
+            **conf(bootstrap),
+            "group.id": unique_name("reader"),
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        numbers = set(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in numbers])
+        records: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while numbers:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: partitions {sorted(numbers)} not read to the end")
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error() and msg.error().code() == KafkaError._PARTITION_EOF:
+                    numbers.discard(msg.partition())
+                elif msg.error():
+                    raise KafkaException(msg.error())
+                else:
+                    records.append(
+                        Record(
+                            msg.key(),
+                            msg.value(),
+                            tuple(msg.headers() or ()),
+                            msg.timestamp()[1],
+                            msg.partition(),
+                            msg.offset(),
+                        )
+                    )
+        return records
+    finally:
+        consumer.close()
+
+
 def end_offsets(bootstrap: Endpoint, topic: str, timeout: float = 15) -> dict[int, int]:
     """Each partition's end offset, retrying Kafka errors until `timeout`.
 

@@ -82,7 +82,9 @@ def test_a_changed_header_is_different_naming_the_field():
     source = [rec(o, o) for o in range(5)]
     target = [rec(o, o, headers=(("h", b"x"),) if o == 2 else None) for o in range(5)]
     report = compare(source, target, [Run(0, 0, 5)])
-    assert report.different.first == [{"source_offset": 2, "target_offset": 2, "fields": ["headers"]}]
+    assert report.different.first == [
+        {"source_offset": 2, "target_offset": 2, "fields": ["headers"]}
+    ]
     assert report.missing.count == report.extra.count == report.misplaced.count == 0
 
 

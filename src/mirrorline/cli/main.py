@@ -22,6 +22,7 @@ from mirrorline.cli.positions_cmd import positions_app
 from mirrorline.cli.service_cmd import service_app
 from mirrorline.cli.setup_cmd import setup
 from mirrorline.cli.status_cmd import status
+from mirrorline.cli.verify_cmd import verify
 
 app = typer.Typer(
     name="mirrorline",
@@ -44,6 +45,7 @@ for command in (pause, resume, stop, start, restart):
 app.add_typer(positions_app, name="positions")
 app.command("failover")(failover)
 app.command("failback")(failback)
+app.command("verify")(verify)
 app.command("demo")(demo)
 app.command("setup")(setup)
 app.command("doctor")(doctor)

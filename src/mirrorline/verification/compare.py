@@ -268,4 +268,3 @@ def _mismatch(
         }
     )
     tgt.pop()
-

@@ -1,0 +1,126 @@
+"""Reading a partition for verification: large batches, explicit offsets, no group.
+
+One consumer per side is assigned one partition at a time at an explicit
+offset and read with `consume(num_messages=...)` up to an end offset; no
+group is joined and nothing is committed. Records come out in batches of
+`(offset, (timestamp, key, value, headers), skipped)` (`compare.Record`),
+which is all the comparison looks at:
+
+- headers are the user's: Mirrorline's provenance headers
+  (`engine.provenance.HEADER`, added by the writer under policies that keep
+  topic names) are left out on both sides;
+- `skipped` marks a source record whose provenance names the target cluster:
+  the writer does not copy such a record (loop prevention).
+
+Both sides are read committed, as the writer reads its source and as
+exactly-once consumers read the target: aborted records are no records.
+Offsets without records (compaction, transaction markers) are passed by the
+consumer's position, so a read always ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
+
+from confluent_kafka import Consumer, Message, TopicPartition
+
+from mirrorline.engine.provenance import HEADER
+from mirrorline.kafka import KafkaOperationError
+from mirrorline.verification.compare import Headers, Record
+
+BATCH = 20_000  # records asked of the consumer at once
+_SETTINGS = {
+    "group.id": "mirrorline-verify",  # required by librdkafka; never joined (assign only)
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "isolation.level": "read_committed",
+    "fetch.max.bytes": 64 * 1024 * 1024,
+    "max.partition.fetch.bytes": 16 * 1024 * 1024,
+    "queued.min.messages": 200_000,
+}
+
+
+class PartitionReader:
+    """Reads partitions of one cluster, one at a time, in batches."""
+
+    def __init__(
+        self, consumer_settings: Mapping[str, Any], what: str, *, timeout: float = 30.0
+    ) -> None:
+        self._consumer = Consumer({**consumer_settings, **_SETTINGS})
+        self._what = what
+        self._timeout = timeout
+
+    def batches(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        *,
+        loop_marker: bytes | None = None,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> Iterator[list[Record]]:
+        """The records of `topic`[`partition`] from `start` to before `end`, in batches.
+
+        `loop_marker` (`<target cluster id>:`) marks records whose provenance names
+        the target as skipped; `on_batch` is told how many offsets each batch passed.
+        """
+        if start >= end:
+            return
+        consumer = self._consumer
+        tp = TopicPartition(topic, partition, start)
+        consumer.assign([tp])
+        try:
+            position, idle_since = start, time.monotonic()
+            while position < end:
+                before = position
+                messages = consumer.consume(num_messages=BATCH, timeout=0.2)
+                batch: list[Record] = []
+                for msg in messages:
+                    error = msg.error()
+                    if error is not None:
+                        raise KafkaOperationError(
+                            f"{self._what}: reading {topic}[{partition}] at offset "
+                            f"{position}: {error.str()}"
+                        )
+                    offset = msg.offset()
+                    if offset is None or offset >= end:
+                        position = end
+                        break
+                    batch.append(_record(offset, msg, loop_marker))
+                    position = offset + 1
+                if not messages:
+                    # Offsets without records (compaction, markers) move the position only.
+                    moved = consumer.position([TopicPartition(topic, partition)])[0].offset
+                    position = min(end, max(position, moved))
+                if position > before:
+                    idle_since = time.monotonic()
+                    if on_batch is not None:
+                        on_batch(position - before)
+                elif time.monotonic() - idle_since > self._timeout:
+                    raise KafkaOperationError(
+                        f"{self._what}: reading {topic}[{partition}] made no progress for "
+                        f"{self._timeout:.0f}s at offset {position} (records expected up to "
+                        f"offset {end})"
+                    )
+                if batch:
+                    yield batch
+        finally:
+            consumer.unassign()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+def _record(offset: int, msg: Message, loop_marker: bytes | None) -> Record:
+    headers = cast("list[tuple[str, bytes | None]] | None", msg.headers())
+    user: Headers = None
+    skipped = False
+    if headers is not None:
+        kept = tuple(h for h in headers if h[0] != HEADER)
+        if loop_marker is not None and len(kept) != len(headers):
+            skipped = any(h[0] == HEADER and (h[1] or b"").startswith(loop_marker) for h in headers)
+        user = kept or None
+    return (offset, (msg.timestamp()[1], msg.key(), msg.value(), user), skipped)

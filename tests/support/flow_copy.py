@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mirrorline.control.offset_runs import RunLog
+from mirrorline.control.offset_runs import RunLog, read_runs
 from mirrorline.control.translation import Run, TranslationStore
 from mirrorline.engine.progress import ProgressStore
 from mirrorline.kafka import ClusterClients
+from support.wait import wait_until
 
 SourcePartition = tuple[str, int]
 
@@ -25,7 +26,10 @@ def record_copy(
     for partition, partition_runs in runs.items():
         syncs: list[tuple[int, int]] = []
         for run in partition_runs:
-            syncs += [(run.upstream, run.downstream), (run.upstream_end - 1, run.downstream_end - 1)]
+            syncs += [
+                (run.upstream, run.downstream),
+                (run.upstream_end - 1, run.downstream_end - 1),
+            ]
         store.add_syncs(partition, syncs)
     run_log = RunLog(flow, target, replication_factor=1)
     try:
@@ -37,5 +41,23 @@ def record_copy(
     try:
         saved.ensure_topic()
         saved.save(progress)
+        # A reader's metadata may not know a topic created just now: wait until it reads them.
+        wait_until(
+            lambda: all(saved.load(missing_ok=True).get(p) == o for p, o in progress.items()),
+            timeout=30,
+            what=f"flow {flow}'s progress to be readable",
+        )
     finally:
         saved.close()
+    wanted = {(p, run.upstream) for p, partition_runs in runs.items() for run in partition_runs}
+    wait_until(
+        lambda: (
+            wanted
+            <= {
+                (p, run.upstream)
+                for p, run in read_runs(target.consumer_settings, flow, missing_ok=True)
+            }
+        ),
+        timeout=30,
+        what=f"flow {flow}'s runs to be readable",
+    )

@@ -28,14 +28,16 @@ order and never held whole:
   the run.
 
 Records are `(offset, content, skipped)`: `content` is `(timestamp, key,
-value, headers)` compared with `==`; `skipped` marks a source record the flow
-did not copy on purpose. Batches arrive as lists from the readers.
+value, headers)` compared with `==` (bytes compared as bytes, no digest
+needed); `skipped` marks a source record the flow did not copy on purpose.
+Batches arrive as lists from the readers. While both sides agree along a run,
+a tight loop walks the two batches side by side; every other case takes the
+general step above, one record at a time.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 
 from mirrorline.control.translation import Run
@@ -46,30 +48,57 @@ Content = tuple[int, bytes | None, bytes | None, Headers]
 Record = tuple[int, Content, bool]
 
 FIELDS = ("timestamp", "key", "value", "headers")
-RECENT = 256  # source records remembered to name a later duplicate
-PENDING = 100_000  # unmatched extras kept to name a duplicate of a source record still to come
+RECENT = 256  # source records looked back on to name a later duplicate
+PENDING = 100_000  # source records an unclaimed extra waits for its original to come
 SLACK = 1000  # target records read past the span, for copies an extra record pushed on
 
 
 class _Cursor:
-    """A peekable read of batches of records."""
+    """A peekable read of batches of records that keeps the last `RECENT` ones read."""
 
     def __init__(self, batches: Iterable[Sequence[Record]]) -> None:
         self._batches: Iterator[Sequence[Record]] = iter(batches)
-        self._buf: list[Record] = []
-        self._i = 0
+        self.buf: list[Record] = []
+        self.i = 0
 
     def peek(self, ahead: int = 0) -> Record | None:
-        while self._i + ahead >= len(self._buf):
+        while self.i + ahead >= len(self.buf):
             batch = next(self._batches, None)
             if batch is None:
                 return None
-            self._buf = self._buf[self._i :] + list(batch)
-            self._i = 0
-        return self._buf[self._i + ahead]
+            keep = max(0, self.i - RECENT)
+            self.buf = self.buf[keep:] + list(batch)
+            self.i -= keep
+        return self.buf[self.i + ahead]
 
     def pop(self) -> None:
-        self._i += 1
+        self.i += 1
+
+    def recent(self) -> list[Record]:
+        """The records read before the current one, newest last (at most `RECENT`)."""
+        return self.buf[max(0, self.i - RECENT) : self.i]
+
+
+class _SourceMap:
+    """The run holding each source offset, for offsets asked in increasing order."""
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        self._runs = runs
+        self._index = 0
+
+    def run_of(self, offset: int) -> Run | None:
+        runs, index = self._runs, self._index
+        while index < len(runs) and runs[index].upstream_end <= offset:
+            index += 1
+        self._index = index
+        if index < len(runs) and runs[index].upstream <= offset:
+            return runs[index]
+        return None
+
+    def expected(self, offset: int) -> int | None:
+        """The target offset the runs say source `offset` was written at, or None."""
+        run = self.run_of(offset)
+        return None if run is None else run.downstream + (offset - run.upstream)
 
 
 class _TargetMap:
@@ -96,15 +125,6 @@ class _TargetMap:
         return run.upstream + (offset - run.downstream) - self.shift
 
 
-def mapped(runs: Sequence[Run], offset: int) -> int | None:
-    """The target offset the runs say source `offset` was written at, or None."""
-    index = bisect.bisect_right(runs, offset, key=lambda r: r.upstream) - 1
-    if index < 0 or offset >= runs[index].upstream_end:
-        return None
-    run = runs[index]
-    return run.downstream + (offset - run.upstream)
-
-
 def target_span(runs: Sequence[Run], start: int, end: int) -> tuple[int, int] | None:
     """The target offsets the runs map source offsets [start, end) into, or None."""
     inside = [r for r in runs if r.upstream < end and r.upstream_end > start]
@@ -121,48 +141,38 @@ def differing_fields(a: Content, b: Content) -> list[str]:
 
 
 class _Extras:
-    """Names extra target records duplicates when they equal a source record near them."""
+    """Names extra target records duplicates when they equal a source record near them:
+    one read shortly before, or one that comes within `PENDING` source records."""
 
     def __init__(self, report: PartitionReport) -> None:
         self._report = report
-        self._recent: dict[Content, int] = {}
-        self._order: deque[tuple[Content, int]] = deque()
-        self._pending: dict[Content, list[int]] = {}
-        self._pending_count = 0
+        self.waiting: dict[Content, list[int]] = {}
+        self._since = 0  # source records checked when the oldest waiting extra came
 
     def seen(self, offset: int, content: Content) -> None:
-        """A source record went by."""
-        if self._pending:
-            waiting = self._pending.pop(content, None)
-            if waiting is not None:
-                self._pending_count -= len(waiting)
-                for target in waiting:
-                    self._report.extra.add({"target_offset": target, "duplicate_of": offset})
-        self._recent[content] = offset
-        self._order.append((content, offset))
-        if len(self._order) > RECENT:
-            old, old_offset = self._order.popleft()
-            if self._recent.get(old) == old_offset:
-                del self._recent[old]
+        """A source record went by: the extras equal to it are its duplicates."""
+        claimed = self.waiting.pop(content, None)
+        for target in claimed or ():
+            self._report.extra.add({"target_offset": target, "duplicate_of": offset})
+        if self.waiting and self._report.checked - self._since > PENDING:
+            self.flush()
 
-    def add(self, offset: int, content: Content) -> None:
+    def add(self, offset: int, content: Content, recent: Sequence[Record]) -> None:
         """A target record that is no copy of the source record at its place."""
-        earlier = self._recent.get(content)
-        if earlier is not None:
-            self._report.extra.add({"target_offset": offset, "duplicate_of": earlier})
-            return
-        self._pending.setdefault(content, []).append(offset)
-        self._pending_count += 1
-        if self._pending_count > PENDING:
-            self.flush(keep=PENDING // 2)
+        for s_off, s_content, _ in reversed(recent):
+            if s_content == content:
+                self._report.extra.add({"target_offset": offset, "duplicate_of": s_off})
+                return
+        if not self.waiting:
+            self._since = self._report.checked
+        self.waiting.setdefault(content, []).append(offset)
 
-    def flush(self, keep: int = 0) -> None:
-        """Report the extras no source record claimed, all but the `keep` newest."""
-        while self._pending and self._pending_count > keep:
-            content = next(iter(self._pending))
-            for target in self._pending.pop(content):
+    def flush(self) -> None:
+        """Report the extras no source record claimed."""
+        for offsets in self.waiting.values():
+            for target in offsets:
                 self._report.extra.add({"target_offset": target, "duplicate_of": None})
-                self._pending_count -= 1
+        self.waiting.clear()
 
 
 def compare_partition(
@@ -177,9 +187,11 @@ def compare_partition(
     `report`. `target_end` ends the span: target records from there on are only used
     as the shifted copies of records before it (`SLACK`), never reported."""
     src, tgt = _Cursor(source), _Cursor(target)
-    tmap = _TargetMap(runs)
+    smap, tmap = _SourceMap(runs), _TargetMap(runs)
     extras = _Extras(report)
     while True:
+        if not extras.waiting and tmap.shift == 0 and _agreeing(report, smap, src, tgt):
+            continue
         s_rec, t_rec = src.peek(), tgt.peek()
         if s_rec is None and t_rec is None:
             break
@@ -190,39 +202,58 @@ def compare_partition(
                 tgt.pop()  # past the range: read only for a shifted copy
                 continue
             if key is None:
-                extras.add(t_rec[0], t_rec[1])
+                extras.add(t_rec[0], t_rec[1], src.recent())
                 tgt.pop()
-                continue
-        if s_rec is not None:
-            expected = mapped(runs, s_rec[0])
-            if expected is None:
-                _unmapped(report, s_rec)
-                extras.seen(s_rec[0], s_rec[1])
-                src.pop()
                 continue
         if s_rec is None or (key is not None and key < s_rec[0]):
             report.source_removed += 1
             tgt.pop()
             continue
-        report.checked += 1
-        if t_rec is None or key is None or s_rec[0] < key:
+        expected = smap.expected(s_rec[0])
+        if expected is None:
+            _unmapped(report, s_rec)
+        elif t_rec is None or key is None or s_rec[0] < key:
+            report.checked += 1
             report.missing.add({"source_offset": s_rec[0], "target_offset": expected})
         elif s_rec[1] == t_rec[1]:
+            report.checked += 1
             if t_rec[0] != expected:
                 report.misplaced.add(
-                    {
-                        "source_offset": s_rec[0],
-                        "target_offset": expected,
-                        "found_at": t_rec[0],
-                    }
+                    {"source_offset": s_rec[0], "target_offset": expected, "found_at": t_rec[0]}
                 )
             tgt.pop()
         else:
+            report.checked += 1
             _mismatch(report, tmap, src, tgt, extras, s_rec, t_rec, expected)
-        extras.seen(s_rec[0], s_rec[1])
+        if extras.waiting:
+            extras.seen(s_rec[0], s_rec[1])
         src.pop()
     extras.flush()
     return report
+
+
+def _agreeing(report: PartitionReport, smap: _SourceMap, src: _Cursor, tgt: _Cursor) -> bool:
+    """Walk both buffers while each source record's copy is where its run says; whether
+    any record was checked so."""
+    sb, si, tb, ti = src.buf, src.i, tgt.buf, tgt.i
+    ns, nt = len(sb), len(tb)
+    if si >= ns or ti >= nt:
+        return False
+    run = smap.run_of(sb[si][0])
+    if run is None:
+        return False
+    end, delta = run.upstream_end, run.downstream - run.upstream
+    first = si
+    while si < ns and ti < nt:
+        s_off, content, _ = sb[si]
+        t_off, t_content, _ = tb[ti]
+        if s_off >= end or t_off != s_off + delta or content != t_content:
+            break
+        si += 1
+        ti += 1
+    report.checked += si - first
+    src.i, tgt.i = si, ti
+    return si > first
 
 
 def _unmapped(report: PartitionReport, record: Record) -> None:
@@ -252,7 +283,7 @@ def _mismatch(
         return  # t_rec stays, now the copy of s_next
     if t_next is not None and t_next[1] == s_rec[1]:
         # t_rec is a record the runs do not account for; s_rec's copy follows it.
-        extras.add(t_rec[0], t_rec[1])
+        extras.add(t_rec[0], t_rec[1], src.recent())
         tgt.pop()
         tmap.shift += 1
         report.misplaced.add(

@@ -43,7 +43,12 @@ _SETTINGS = {
 
 
 class PartitionReader:
-    """Reads partitions of one cluster, one at a time, in batches."""
+    """Reads partitions of one cluster, one at a time, in batches.
+
+    `open` assigns the partition at once, so librdkafka starts fetching it in
+    the background while the caller still compares the previous one (a caller
+    alternates two readers per side for that).
+    """
 
     def __init__(
         self, consumer_settings: Mapping[str, Any], what: str, *, timeout: float = 30.0
@@ -52,7 +57,7 @@ class PartitionReader:
         self._what = what
         self._timeout = timeout
 
-    def batches(
+    def open(
         self,
         topic: str,
         partition: int,
@@ -62,34 +67,49 @@ class PartitionReader:
         loop_marker: bytes | None = None,
         on_batch: Callable[[int], None] | None = None,
     ) -> Iterator[list[Record]]:
-        """The records of `topic`[`partition`] from `start` to before `end`, in batches.
+        """The records of `topic`[`partition`] from `start` to before `end`, in batches;
+        fetching starts now. Read it to its end before this reader opens another.
 
         `loop_marker` (`<target cluster id>:`) marks records whose provenance names
         the target as skipped; `on_batch` is told how many offsets each batch passed.
         """
         if start >= end:
-            return
+            return iter(())
+        self._consumer.assign([TopicPartition(topic, partition, start)])
+        return self._batches(topic, partition, start, end, loop_marker, on_batch)
+
+    def _batches(
+        self,
+        topic: str,
+        partition: int,
+        start: int,
+        end: int,
+        loop_marker: bytes | None,
+        on_batch: Callable[[int], None] | None,
+    ) -> Iterator[list[Record]]:
         consumer = self._consumer
-        tp = TopicPartition(topic, partition, start)
-        consumer.assign([tp])
         try:
             position, idle_since = start, time.monotonic()
             while position < end:
                 before = position
-                messages = consumer.consume(num_messages=BATCH, timeout=0.2)
+                # No more than the range holds: the last batch returns without waiting.
+                messages = consumer.consume(num_messages=min(BATCH, end - position), timeout=0.1)
                 batch: list[Record] = []
+                append = batch.append
                 for msg in messages:
-                    error = msg.error()
-                    if error is not None:
+                    if msg.error() is not None:
                         raise KafkaOperationError(
                             f"{self._what}: reading {topic}[{partition}] at offset "
-                            f"{position}: {error.str()}"
+                            f"{position}: {cast(Any, msg.error()).str()}"
                         )
-                    offset = msg.offset()
-                    if offset is None or offset >= end:
+                    offset = cast(int, msg.offset())
+                    if offset >= end:
                         position = end
                         break
-                    batch.append(_record(offset, msg, loop_marker))
+                    if msg.headers() is None:  # the common case, kept short
+                        append((offset, (msg.timestamp()[1], msg.key(), msg.value(), None), False))
+                    else:
+                        append(_record(offset, msg, loop_marker))
                     position = offset + 1
                 if not messages:
                     # Offsets without records (compaction, markers) move the position only.

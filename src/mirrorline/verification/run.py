@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,7 +28,7 @@ from mirrorline.engine.progress import ProgressStore, SourcePartition
 from mirrorline.filters import FilterPatternError, TopicFilter
 from mirrorline.kafka import ClusterClients, KafkaOperationError, partition_offsets
 from mirrorline.operations.positions import replicated_partitions
-from mirrorline.verification.compare import SLACK, compare_partition, target_span
+from mirrorline.verification.compare import SLACK, Record, compare_partition, target_span
 from mirrorline.verification.ranges import PartitionPlan, plan_partition
 from mirrorline.verification.reading import PartitionReader
 from mirrorline.verification.report import PartitionReport, VerifyReport
@@ -122,34 +122,70 @@ def verify_flow(
     if progress is not None:
         progress.start(sum(p.end - p.start for p in plans))
     ends = _target_ends(flow, target, plans, timeout)
-    source_reader = PartitionReader(
-        source.consumer_settings, f"source cluster {source.alias}", timeout=timeout
-    )
-    target_reader = PartitionReader(
-        target.consumer_settings, f"target cluster {target.alias}", timeout=timeout
-    )
+    # Two readers per side: the next partition is fetched while this one is compared.
+    readers = [
+        (
+            PartitionReader(
+                source.consumer_settings, f"source cluster {source.alias}", timeout=timeout
+            ),
+            PartitionReader(
+                target.consumer_settings, f"target cluster {target.alias}", timeout=timeout
+            ),
+        )
+        for _ in range(2)
+    ]
     marker = f"{target_id}:".encode()
+    on_batch = progress.advance if progress is not None else None
     try:
-        for plan in plans:
+        opened = [_open(plans[0], readers[0], ends, marker, on_batch)] if plans else []
+        for index, plan in enumerate(plans):
+            if index + 1 < len(plans):
+                following = _open(
+                    plans[index + 1], readers[(index + 1) % 2], ends, marker, on_batch
+                )
+                opened.append(following)
+            source_batches, target_batches, target_end = opened[index]
+            opened[index] = (iter(()), iter(()), 0)
             report.partitions.append(
-                _compare(plan, source_reader, target_reader, ends, marker, progress)
+                compare_partition(
+                    _report(plan), plan.runs, source_batches, target_batches, target_end
+                )
             )
     finally:
-        source_reader.close()
-        target_reader.close()
+        for pair in readers:
+            for reader in pair:
+                reader.close()
     report.finished_ms = int(time.time() * 1000)
     return report
 
 
-def _compare(
+Opened = tuple[Iterator[list[Record]], Iterator[list[Record]], int]
+
+
+def _open(
     plan: PartitionPlan,
-    source_reader: PartitionReader,
-    target_reader: PartitionReader,
+    readers: tuple[PartitionReader, PartitionReader],
     target_ends: Mapping[SourcePartition, int],
     marker: bytes,
-    progress: Progress | None,
-) -> PartitionReport:
-    report = PartitionReport(
+    on_batch: Callable[[int], None] | None,
+) -> Opened:
+    """Start reading both sides of `plan`: the source range, and the target span the runs
+    map it to (plus `SLACK`, as far as the remote partition goes); the span's end."""
+    source_reader, target_reader = readers
+    source = source_reader.open(
+        plan.topic, plan.partition, plan.start, plan.end, loop_marker=marker, on_batch=on_batch
+    )
+    span = target_span(plan.runs, plan.start, plan.end)
+    low, high = span if span is not None else (0, 0)
+    available = target_ends.get((plan.remote_topic, plan.partition), 0)
+    target = target_reader.open(
+        plan.remote_topic, plan.partition, low, min(high + SLACK, available)
+    )
+    return source, target, high
+
+
+def _report(plan: PartitionPlan) -> PartitionReport:
+    return PartitionReport(
         plan.topic,
         plan.partition,
         plan.remote_topic,
@@ -158,17 +194,6 @@ def _compare(
         not_yet_copied=plan.not_yet_copied,
         not_covered=plan.not_covered,
     )
-    on_batch: Callable[[int], None] | None = progress.advance if progress is not None else None
-    source = source_reader.batches(
-        plan.topic, plan.partition, plan.start, plan.end, loop_marker=marker, on_batch=on_batch
-    )
-    span = target_span(plan.runs, plan.start, plan.end)
-    low, high = span if span is not None else (0, 0)
-    available = target_ends.get((plan.remote_topic, plan.partition), 0)
-    target = target_reader.batches(
-        plan.remote_topic, plan.partition, low, min(high + SLACK, available)
-    )
-    return compare_partition(report, plan.runs, source, target, high)
 
 
 def _plans(

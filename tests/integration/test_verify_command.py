@@ -4,25 +4,31 @@ The copies are produced here and their runs and progress written by the
 product's own writers (`support.flow_copy`), as a flow leaves them. One
 topic is an exact copy (with provenance headers, a range before the first
 run and records past the progress); the other has a lost record the runs
-say was copied, a changed header and a duplicate a replay would leave.
+say was copied, a changed header and a duplicate a replay would leave. The
+service's collector then reads the last verification from the target.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from mirrorline.cli.main import app
+from mirrorline.config import load_config
 from mirrorline.control.translation import Run
 from mirrorline.engine.provenance import HEADER
+from mirrorline.service.collector import TargetCollector, sources_for
+from mirrorline.service.replications import replication
 from support.driving import write_config
 from support.flow_copy import record_copy
 from support.kafka_io import (
     Record,
     cluster_clients,
+    conf,
     create_topic,
     produce,
     unique_name,
@@ -52,6 +58,25 @@ def _copy(west, remote: str, copies: dict[int, list[Record]]) -> None:
         [replace(r, partition=p) for p, records in copies.items() for r in records],
         extra={"enable.idempotence": True},
     )
+
+
+def _last_verification(config: Path, west) -> dict | None:
+    loaded = load_config(config)
+    settings = conf(west.bootstrap_servers)
+    collector = TargetCollector(
+        "west",
+        admin_settings=settings,
+        consumer_settings=settings,
+        sources=sources_for([loaded.flow("east", "west")], loaded.clusters),
+        history_s=60,
+    )
+    collector.start()
+    try:
+        assert collector.catch_up(30), "the service did not read west"
+        now = int(time.time() * 1000)
+        return collector.view.read(lambda v: replication(v, FLOW, "east", now).last_verification)
+    finally:
+        collector.close()
 
 
 def _verify(config: Path, *args: str) -> tuple[int, dict]:
@@ -84,7 +109,7 @@ def test_verify_finds_each_difference_by_offset(two_clusters, tmp_path: Path) ->
 
     code, report = _verify(config, "--topics", good)
     assert code == 0, report
-    assert report["verdict"] == "identical"
+    assert report["verdict"] == "identical" and report["recorded"] is True
     summary = report["topics"][0]["summary"]
     assert summary["checked"] == 30
     assert summary["not_covered"] == 5 and summary["not_yet_copied"] == 5
@@ -134,6 +159,12 @@ def test_verify_finds_each_difference_by_offset(two_clusters, tmp_path: Path) ->
     )
     assert result.exit_code == 1
     assert f"{bad}[0] missing (1): 7→7" in result.stdout
+
+    # The service reads the last verification from the target, as it reads the flow's topics.
+    shown = _last_verification(config, west)
+    assert shown is not None and shown["verdict"] == "different"
+    assert shown["topics"] == f"{good},{bad}" and shown["checked"] == 30 + 60
+    assert (shown["missing"], shown["extra"], shown["different"]) == (1, 1, 1)
 
     code, report = _verify(config, "--topics", "no-such-topic")
     assert code == 2 and "no-such-topic" in report["error"]

@@ -3,7 +3,9 @@
 The work is `verification.run.verify_flow`; this module reads the command
 line, shows progress on stderr (a bar on a terminal, nothing under `--json`)
 and prints the report: a table per topic, then the first offsets of each
-finding per partition, or with `--json` the report's document.
+finding per partition, or with `--json` the report's document. The summary
+(time, range, counts, verdict) is then kept on the target for the service
+(`verification.summary`); a target that refuses it costs a warning only.
 
 Exit codes: 0 the copy is identical over the range, 1 it differs, 2 the
 command line, the configuration or the flow does not allow a verification
@@ -27,6 +29,7 @@ from rich.text import Text
 
 from mirrorline.cli.flow_args import (
     ConfigOption,
+    FlowTarget,
     JsonOption,
     SourceOption,
     TargetOption,
@@ -34,12 +37,14 @@ from mirrorline.cli.flow_args import (
     emit_json,
     flow_target,
 )
+from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.java_bridge import JavaCallError
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 from mirrorline.verification.ranges import parse_when
 from mirrorline.verification.report import KINDS, VerifyReport, topic_summary
 from mirrorline.verification.run import VerifyRefused, Window, verify_flow
+from mirrorline.verification.summary import VerificationSummary, save_summary
 
 TopicsOption = Annotated[
     str | None,
@@ -80,20 +85,40 @@ def verify(
     try:
         now = int(time.time() * 1000)
         window = Window(_when(since, "--since", now), _when(until, "--until", now), since, until)
-        with flow_target(config, source, target) as ft, _bar(as_json) as bar:
-            report = verify_flow(
-                ft.flow, ft.source, ft.target, topics=topics, window=window,
-                progress=bar, timeout=timeout,
-            )  # fmt: skip
+        with flow_target(config, source, target) as ft:
+            with _bar(as_json) as bar:
+                report = verify_flow(
+                    ft.flow, ft.source, ft.target, topics=topics, window=window,
+                    progress=bar, timeout=timeout,
+                )  # fmt: skip
+            recorded = _record(ft, report, topics, timeout)
     except Failure as failure:
         _fail(str(failure), EXIT_USAGE, as_json)
     except (VerifyRefused, KafkaOperationError, JavaCallError) as exc:
         _fail(str(exc), EXIT_USAGE, as_json)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "recorded": recorded})
     else:
         render(report, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
     raise typer.Exit(0 if report.identical else EXIT_FAILED)
+
+
+def _record(ft: FlowTarget, report: VerifyReport, topics: str | None, timeout: float) -> bool:
+    """Keep the verification's summary on the target for the service; whether it was."""
+    try:
+        save_summary(
+            ft.flow.name,
+            ft.target,
+            VerificationSummary.of(report, topics),
+            replication_factor=FlowSettings.of(ft.flow).replication_factor,
+            timeout=timeout,
+        )
+        return True
+    except KafkaOperationError as exc:
+        Console(stderr=True, highlight=False).print(
+            Text(f"warning: the verification is not recorded for the service: {exc}")
+        )
+        return False
 
 
 def render(report: VerifyReport, out: Console) -> None:

@@ -6,7 +6,8 @@ A target cluster holds what the service reports on its incoming flows:
   of the service's longest window (found by timestamp) onwards;
 - the heartbeats topic (MM2's format): each flow's newest heartbeat;
 - `mirrorline.metadata.internal`: which source topic each flow replicates to
-  which remote topic (the truth under the identity policy);
+  which remote topic (the truth under the identity policy), and each flow's
+  last verification (`verification.summary`);
 - each incoming flow's checkpoints topic (MM2's format): the checkpointed
   groups, their translated offsets and when each checkpoint was written.
 
@@ -47,6 +48,7 @@ from mirrorline.engine.health import ClusterProbe
 from mirrorline.formats import Checkpoint, FormatError, Heartbeat
 from mirrorline.raw_metrics import METRICS_TOPIC, decode
 from mirrorline.service.target_view import CheckpointEntry, TargetView
+from mirrorline.verification.summary import decode_summary
 
 log = logging.getLogger(__name__)
 
@@ -218,15 +220,24 @@ class TargetCollector:
             ):
                 self.view.add_sample(sample)
         elif topic == METADATA_TOPIC:
-            entry = decode_metadata(msg.key(), msg.value())
-            if entry is not None:
-                source, _, target = entry[0].partition("->")
-                if self._ours(source, target):
-                    self.view.set_published(*entry)
+            self._metadata(msg)
         elif topic in self._sources.heartbeats:
             self._heartbeat(msg)
         elif topic in self._sources.checkpoints:
             self._checkpoint(self._sources.checkpoints[topic], msg)
+
+    def _metadata(self, msg: Message) -> None:
+        entry = decode_metadata(msg.key(), msg.value())
+        if entry is not None:
+            source, _, target = entry[0].partition("->")
+            if self._ours(source, target):
+                self.view.set_published(*entry)
+            return
+        verification = decode_summary(msg.key(), msg.value())
+        if verification is not None:
+            source, _, target = verification[0].partition("->")
+            if self._ours(source, target):
+                self.view.set_verification(*verification)
 
     def _heartbeat(self, msg: Message) -> None:
         try:

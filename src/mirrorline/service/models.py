@@ -16,6 +16,25 @@ class ErrorDoc(BaseModel):
     known: list[str] | None = Field(default=None, description="The names that exist, for a 404.")
 
 
+class VerificationDoc(BaseModel):
+    """The flow's last `mirrorline verify` (kept on its target cluster)."""
+
+    verdict: str = Field(description="identical or different")
+    started_ms: int
+    finished_ms: int
+    checked: int = Field(description="Source records compared.")
+    differences: int = Field(description="missing + extra + different + misplaced")
+    missing: int
+    extra: int
+    different: int
+    misplaced: int
+    not_yet_copied: int = Field(description="Source offsets past the flow's progress.")
+    not_covered: int = Field(description="Source offsets before the flow's first run.")
+    since: str | None = None
+    until: str | None = None
+    topics: str | None = Field(default=None, description="The --topics selection; null: all.")
+
+
 class ReplicationDoc(BaseModel):
     source: str
     target: str
@@ -38,6 +57,9 @@ class ReplicationDoc(BaseModel):
         default_factory=dict, description="Replicated source topics and their remote names."
     )
     problems: list[str] = Field(default_factory=list)
+    last_verification: VerificationDoc | None = Field(
+        default=None, description="The last `mirrorline verify` of the flow; null: none."
+    )
     served_by: str = Field(description="The service that answered (remote querying).")
     unreachable: bool = Field(
         default=False, description="True when the remote service that serves it did not answer."

@@ -22,6 +22,7 @@ problem), `warning` (running with problems, starting, standby), `unhealthy`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from mirrorline.raw_metrics import StatusSample
 from mirrorline.service.target_view import TargetView
@@ -45,6 +46,7 @@ class Replication:
     exactly_once: bool = False
     topics: dict[str, str] = field(default_factory=dict)  # source topic -> remote topic
     problems: tuple[str, ...] = ()
+    last_verification: dict[str, Any] | None = None  # `VerificationSummary.to_dict()`
 
     @property
     def flow(self) -> str:
@@ -59,6 +61,7 @@ def replication(view: TargetView, flow: str, source: str, now_ms: int) -> Replic
     checkpoints = view.checkpoints.get(flow, {})
     last_checkpoint = max((e.written_ms for e in checkpoints.values()), default=None)
     topics = view.published.get(flow) or (dict(status.topics) if status is not None else {})
+    verification = view.verifications.get(flow)
     return Replication(
         source=source,
         target=view.alias,
@@ -73,6 +76,7 @@ def replication(view: TargetView, flow: str, source: str, now_ms: int) -> Replic
         exactly_once=status.exactly_once if status is not None else False,
         topics=dict(sorted(topics.items())),
         problems=status.problems if status is not None else (),
+        last_verification=verification.to_dict() if verification is not None else None,
     )
 
 

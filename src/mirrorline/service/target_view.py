@@ -15,6 +15,7 @@ from mirrorline.engine.health import ClusterVerdict
 from mirrorline.formats import Checkpoint
 from mirrorline.raw_metrics import Sample
 from mirrorline.service.history import FlowHistory
+from mirrorline.verification.summary import VerificationSummary
 
 T = TypeVar("T")
 
@@ -36,6 +37,7 @@ class TargetView:
         self.published: dict[str, dict[str, str]] = {}  # flow -> source topic -> remote topic
         # flow -> (group, remote topic, partition) -> the newest checkpoint.
         self.checkpoints: dict[str, dict[tuple[str, str, int], CheckpointEntry]] = {}
+        self.verifications: dict[str, VerificationSummary] = {}  # flow -> its last one
         self.verdict = ClusterVerdict(alias, "target", True)
         self.probed = False  # the verdict is a guess until the first probe
         self.caught_up = False
@@ -76,6 +78,13 @@ class TargetView:
                 by_key.pop(key, None)
             else:
                 by_key[key] = entry
+
+    def set_verification(self, flow: str, summary: VerificationSummary | None) -> None:
+        with self._lock:
+            if summary is None:
+                self.verifications.pop(flow, None)
+            else:
+                self.verifications[flow] = summary
 
     def set_verdict(self, verdict: ClusterVerdict) -> None:
         with self._lock:

@@ -291,6 +291,7 @@ function renderDetail(selected, topics, span) {
     `state ${r.state}`, `active driver ${r.active_driver || "none"}`,
     r.exactly_once ? "exactly once" : "at least once", `window ${span}`, `served by ${r.served_by}`,
   ].join(" · ");
+  $("detail-verified").textContent = verifiedText(r.last_verification);
   $("topics-body").replaceChildren(...topics.map(({ source, remote, m: tm, error }) => {
     const s = summary(tm);
     return el("tr", { "data-testid": "topic-row", "data-topic": source, title: error || null },
@@ -302,6 +303,16 @@ function renderDetail(selected, topics, span) {
   }));
   $("charts").replaceChildren(...(m ? CHARTS.map(([metric, label, format]) => chart(m[metric], label, format))
     : [el("p", { class: "muted" }, r.unreachable ? "The service serving this flow does not answer." : "No metrics.")]));
+}
+
+/** "last verified: <time> — identical / N differences", from `mirrorline verify`'s summary. */
+function verifiedText(v) {
+  if (!v) return "last verified: never (mirrorline verify)";
+  const when = new Date(v.finished_ms).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+  const verdict = v.differences ? `${fmtCount(v.differences)} differences` : "identical";
+  const scope = [v.topics ? `topics ${v.topics}` : "", v.since ? `since ${v.since}` : "",
+    v.until ? `until ${v.until}` : ""].filter(Boolean).join(", ");
+  return `last verified: ${when} — ${verdict} (${fmtCount(v.checked)} records checked${scope ? `; ${scope}` : ""})`;
 }
 
 // -- charts ------------------------------------------------------------------------------

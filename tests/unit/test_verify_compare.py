@@ -15,12 +15,14 @@ def batches(records, size: int = 3):
     return [records[i : i + size] for i in range(0, len(records), size)]
 
 
-def compare(source, target, runs, start=0, end=None):
+def compare(source, target, runs, start=0, end=None, predecessor_end=0):
     end = end if end is not None else (source[-1][0] + 1 if source else start)
     report = PartitionReport("orders", 0, "east.orders", start, end)
     span = target_span(runs, start, end)
     target_end = span[1] if span else 0
-    return compare_partition(report, runs, batches(source), batches(target), target_end)
+    return compare_partition(
+        report, runs, batches(source), batches(target), target_end, predecessor_end
+    )
 
 
 def offsets(findings, key):
@@ -135,6 +137,24 @@ def test_target_records_past_the_span_are_not_extra():
     target = [rec(o, o) for o in range(3)] + [rec(3, 50), rec(4, 51)]
     report = compare(source, target, [Run(0, 0, 3)])
     assert report.differences == 0
+
+
+def test_records_mm2_copied_between_syncs_out_of_line_are_not_covered():
+    # MM2 copied 0..9 with two duplicates (target 0..11); its syncs (0, 0) and (9, 11) are
+    # not in line, so they are two runs of one record. MM2 committed 9; the flow took over
+    # at 10 and copied 10..14 at 12..16.
+    source = [rec(o, o) for o in range(15)]
+    mm2 = [rec(0, 0)] + [
+        rec(t, n) for t, n in zip(range(1, 11), [1, 2, 2, 3, 4, 5, 6, 6, 7, 8], strict=True)
+    ]
+    target = mm2 + [rec(11, 9)] + [rec(12 + i, 10 + i) for i in range(5)]
+    runs = [Run(0, 0, 1), Run(9, 11, 1), Run(10, 12, 5)]
+    report = compare(source, target, runs, predecessor_end=10)
+    assert report.differences == 0
+    assert report.not_covered == 8 and report.checked == 7
+    # Without MM2's commit, the same records would be missing and the duplicates extra.
+    report = compare(source, target, runs)
+    assert report.missing.count == 8 and report.extra.count == 10
 
 
 def test_target_span_of_a_range():

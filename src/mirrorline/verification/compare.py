@@ -12,7 +12,11 @@ order and never held whole:
   within `PENDING` records);
 - a source record at an offset no run covers is **missing**, unless it
   carries a provenance header naming the target cluster (the flow skipped it
-  on purpose to prevent a loop);
+  on purpose to prevent a loop) or MirrorMaker 2 copied it before the flow
+  took over (its offset syncs became the flow's first runs where they were in
+  line, so its records are compared where that alignment is clean; the others
+  have no exact mapping and are counted as not covered, and the target
+  records between those syncs are MM2's copy of them, not extra);
 - a source record whose mapped target offset holds no record is **missing**;
 - a target record mapped to a source offset that holds no record any more
   (compaction, retention since the copy) is counted as `source_removed`;
@@ -181,14 +185,23 @@ def compare_partition(
     source: Iterable[Sequence[Record]],
     target: Iterable[Sequence[Record]],
     target_end: int,
+    predecessor_end: int = 0,
 ) -> PartitionReport:
     """Compare `source` (records of [report.start, report.end)) with `target` (records
     from the start of `target_span` of that range) through `runs`; the findings go to
     `report`. `target_end` ends the span: target records from there on are only used
-    as the shifted copies of records before it (`SLACK`), never reported."""
+    as the shifted copies of records before it (`SLACK`), never reported. Source
+    records below `predecessor_end` were copied by MirrorMaker 2: where its offset
+    syncs were not in line the runs have no exact mapping, and such a record counts as
+    not covered instead of missing."""
     src, tgt = _Cursor(source), _Cursor(target)
     smap, tmap = _SourceMap(runs), _TargetMap(runs)
     extras = _Extras(report)
+    # MM2's copy ends on the target where the flow's own first run after it starts.
+    predecessor_target_end = 0
+    if predecessor_end:
+        after = [r.downstream for r in runs if r.upstream >= predecessor_end]
+        predecessor_target_end = after[0] if after else target_end
     while True:
         if not extras.waiting and tmap.shift == 0 and _agreeing(report, smap, src, tgt):
             continue
@@ -202,7 +215,8 @@ def compare_partition(
                 tgt.pop()  # past the range: read only for a shifted copy
                 continue
             if key is None:
-                extras.add(t_rec[0], t_rec[1], src.recent())
+                if t_rec[0] >= predecessor_target_end:  # else part of MM2's unaligned copy
+                    extras.add(t_rec[0], t_rec[1], src.recent())
                 tgt.pop()
                 continue
         if s_rec is None or (key is not None and key < s_rec[0]):
@@ -211,7 +225,7 @@ def compare_partition(
             continue
         expected = smap.expected(s_rec[0])
         if expected is None:
-            _unmapped(report, s_rec)
+            _unmapped(report, s_rec, predecessor_end)
         elif t_rec is None or key is None or s_rec[0] < key:
             report.checked += 1
             report.missing.add({"source_offset": s_rec[0], "target_offset": expected})
@@ -256,9 +270,11 @@ def _agreeing(report: PartitionReport, smap: _SourceMap, src: _Cursor, tgt: _Cur
     return si > first
 
 
-def _unmapped(report: PartitionReport, record: Record) -> None:
+def _unmapped(report: PartitionReport, record: Record, predecessor_end: int) -> None:
     if record[2]:
         report.skipped_by_flow += 1
+    elif record[0] < predecessor_end:
+        report.not_covered += 1
     else:
         report.checked += 1
         report.missing.add({"source_offset": record[0], "target_offset": None})

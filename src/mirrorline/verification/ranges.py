@@ -9,7 +9,11 @@ there is none), or by default the whole source log. Within it:
 - offsets before the flow's first run are **not covered by an exact
   mapping**: data copied before the flow copied anything (MirrorMaker 2's
   copy the flow took over, or none at all if the flow started later) has no
-  record-by-record mapping, so it is counted, never compared;
+  record-by-record mapping, so it is counted, never compared. When the flow
+  took over from MirrorMaker 2, MM2's offset syncs are its first runs where
+  they were in line: those records are compared, and the ones between syncs
+  that were not in line (below `predecessor_end`, MM2's last committed offset
+  plus one) are counted as not covered as well (`compare`);
 - the offsets between are checked (`compare`).
 
 Counts here are offsets: compaction can leave fewer records than offsets.
@@ -40,6 +44,7 @@ class PartitionPlan:
     end: int  # one past the last source offset checked
     not_yet_copied: int
     not_covered: int
+    predecessor_end: int = 0  # source offsets below it were copied by MirrorMaker 2
 
 
 def parse_when(text: str, now_ms: int) -> int:
@@ -74,6 +79,7 @@ def plan_partition(
     log_end: int,
     since: int | None = None,
     until: int | None = None,
+    predecessor_end: int = 0,
 ) -> PartitionPlan:
     """The checked range of one partition; `since`/`until` are offsets resolved from times."""
     low = max(log_start, since if since is not None else log_start)
@@ -92,4 +98,5 @@ def plan_partition(
         reached,
         not_yet_copied,
         start - low,
+        predecessor_end,
     )

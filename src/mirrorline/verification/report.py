@@ -15,8 +15,9 @@ full and its first `SHOWN` occurrences are named by offset:
   so translating offsets through the runs would be off.
 
 The rest is counted, never a difference: records the flow has not reached yet
-(at or past its saved progress), records before the flow's first run (copied
-by MirrorMaker 2 or another tool: no exact mapping), records the flow skipped
+(at or past its saved progress), records before the flow's first run or
+between MirrorMaker 2's offset syncs that were not in line (copied by MM2 or
+another tool: no exact mapping), records the flow skipped
 on purpose (loop prevention by provenance headers) and copies whose source
 record has since been removed (compaction, retention).
 """
@@ -61,7 +62,7 @@ class PartitionReport:
     different: Findings = field(default_factory=Findings)
     misplaced: Findings = field(default_factory=Findings)
     not_yet_copied: int = 0  # source offsets at or past the flow's progress
-    not_covered: int = 0  # source offsets before the flow's first run
+    not_covered: int = 0  # source offsets without an exact mapping (before the first run, MM2's)
     skipped_by_flow: int = 0  # records the flow did not copy on purpose (provenance)
     source_removed: int = 0  # copies whose source record no longer exists
 

@@ -7,7 +7,9 @@ the progress records). So every offset below the progress that was read has
 its runs. Then each source partition in the range is compared with its copy,
 one partition at a time, two consumers (one per side) prefetching.
 
-A flow whose transforms change records cannot be compared byte for byte:
+Where the flow took over from MirrorMaker 2, MM2's committed offsets on the
+target tell how far its copy went (`ranges`). A flow whose transforms change
+records cannot be compared byte for byte:
 `TransformsConfigured` is raised before anything is read.
 """
 
@@ -28,6 +30,7 @@ from mirrorline.engine.progress import ProgressStore, SourcePartition
 from mirrorline.filters import FilterPatternError, TopicFilter
 from mirrorline.kafka import ClusterClients, KafkaOperationError, partition_offsets
 from mirrorline.operations.positions import replicated_partitions
+from mirrorline.predecessor.mm2_state import committed_offsets, offsets_topic_of
 from mirrorline.verification.compare import SLACK, Record, compare_partition, target_span
 from mirrorline.verification.ranges import PartitionPlan, plan_partition
 from mirrorline.verification.reading import PartitionReader
@@ -118,7 +121,7 @@ def verify_flow(
     runs.load([(p, Run(*run)) for p, last in saved.last_runs.items() for run in last])
     known = set(saved.next_offsets) | set(replicated_partitions(flow, source, timeout))
     partitions = select_topics(flow, sorted(known), topics)
-    plans = _plans(flow, source, partitions, saved.next_offsets, runs, window, timeout)
+    plans = _plans(flow, source, target, partitions, saved.next_offsets, runs, window, timeout)
     if progress is not None:
         progress.start(sum(p.end - p.start for p in plans))
     ends = _target_ends(flow, target, plans, timeout)
@@ -148,7 +151,12 @@ def verify_flow(
             opened[index] = (iter(()), iter(()), 0)
             report.partitions.append(
                 compare_partition(
-                    _report(plan), plan.runs, source_batches, target_batches, target_end
+                    _report(plan),
+                    plan.runs,
+                    source_batches,
+                    target_batches,
+                    target_end,
+                    plan.predecessor_end,
                 )
             )
     finally:
@@ -199,6 +207,7 @@ def _report(plan: PartitionPlan) -> PartitionReport:
 def _plans(
     flow: FlowConfig,
     source: ClusterClients,
+    target: ClusterClients,
     partitions: Sequence[SourcePartition],
     next_offsets: Mapping[SourcePartition, int],
     runs: TranslationStore,
@@ -208,6 +217,12 @@ def _plans(
     what = f"source cluster {source.alias}"
     starts = partition_offsets(source.admin, partitions, "earliest", timeout=timeout, what=what)
     ends = partition_offsets(source.admin, partitions, "latest", timeout=timeout, what=what)
+    mm2 = committed_offsets(
+        target.consumer_settings,
+        offsets_topic_of(flow.source, flow.value("offset.storage.topic")),
+        flow.source,
+        timeout=timeout,
+    )
     since = _offsets_for_times(source, partitions, window.since_ms, ends, timeout)
     until = _offsets_for_times(source, partitions, window.until_ms, ends, timeout)
     return [
@@ -221,6 +236,7 @@ def _plans(
             log_end=ends[(t, p)],
             since=since.get((t, p)),
             until=until.get((t, p)),
+            predecessor_end=mm2[(t, p)] + 1 if (t, p) in mm2 else 0,
         )
         for t, p in partitions
         if (t, p) in starts

@@ -5,8 +5,9 @@ Chromium, driven by Playwright, loads the page. The flow has aliases of its
 own, so no other test's samples change its numbers. The page's numbers must
 equal the API's: each is read from its `data-value` between two identical API
 answers (the page refreshes every 5 s, so a mismatch can only be transient).
-With `MIRRORLINE_UI_SCREENSHOT=FILE` the page is also saved there as a
-full-page PNG.
+The flow's detail shows its last `mirrorline verify`. With
+`MIRRORLINE_UI_SCREENSHOT=FILE` the page is also saved there as a full-page
+PNG.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
+from typer.testing import CliRunner
 
+from mirrorline.cli.main import app
 from mirrorline.service.server import Service
 from support.browser import chromium
 from support.driving import running_driver
@@ -81,6 +84,16 @@ def test_page_shows_the_running_flow_as_the_api_does(two_clusters, spark, tmp_pa
             lambda: api.flow()["state"] == "running",
             timeout=30,
             what=f"the API to report {flow} running",
+        )
+        # A verification of the copy: the service shows it as the flow's last one.
+        verified = CliRunner().invoke(
+            app, ["verify", "-c", str(config), "-s", src, "-t", dst, "--json"]
+        )
+        assert verified.exit_code == 0, verified.output
+        wait_until(
+            lambda: (api.flow()["last_verification"] or {}).get("checked") == RECORDS,
+            timeout=30,
+            what=f"the API to show {flow}'s last verification",
         )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
@@ -166,6 +179,9 @@ def _check_page(
     detail = page.get_by_test_id("flow-detail")
     expect(detail).to_be_visible()
     expect(detail).to_have_attribute("data-flow", flow)
+    verified = page.get_by_test_id("flow-verified")
+    expect(verified).to_contain_text("last verified: ")
+    expect(verified).to_contain_text(f"— identical ({RECORDS:,} records checked)")
     topic_row = page.locator(f'[data-testid="topic-row"][data-topic="{topic}"]')
     expect(topic_row.get_by_test_id("topic-remote")).to_have_text(f"{src}.{topic}")
     selector = f'[data-testid="topic-row"][data-topic="{topic}"] [data-testid="%s"]'

@@ -292,6 +292,7 @@ function renderDetail(selected, topics, span) {
     r.exactly_once ? "exactly once" : "at least once", `window ${span}`, `served by ${r.served_by}`,
   ].join(" · ");
   $("detail-verified").textContent = verifiedText(r.last_verification);
+  $("detail-verified").dataset.verdict = r.last_verification ? r.last_verification.verdict : "none";
   $("topics-body").replaceChildren(...topics.map(({ source, remote, m: tm, error }) => {
     const s = summary(tm);
     return el("tr", { "data-testid": "topic-row", "data-topic": source, title: error || null },

@@ -120,7 +120,7 @@ def test_the_command_refuses_transforms_with_exit_code_2(tmp_path: Path):
     assert "Traceback" not in result.output
 
 
-def test_bad_times_and_unknown_clusters_are_usage_errors(tmp_path: Path):
+def test_bad_times_unknown_and_unreachable_clusters_are_usage_errors(tmp_path: Path):
     config = tmp_path / "mm2.properties"
     config.write_text(HEAD)
     base = ["verify", "-c", str(config), "-t", "west"]
@@ -128,6 +128,10 @@ def test_bad_times_and_unknown_clusters_are_usage_errors(tmp_path: Path):
     assert result.exit_code == 2 and "--since last week" in result.output
     result = CliRunner().invoke(app, [*base, "-s", "north"])
     assert result.exit_code == 2 and "no cluster north" in result.output
+    # Nothing listens on the file's ports: the cluster is named, no stack trace.
+    result = CliRunner().invoke(app, [*base, "-s", "east", "--timeout", "1"])
+    assert result.exit_code == 2 and "cluster east (127.0.0.1:1) does not answer" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_the_summary_round_trips_and_is_served_with_the_replication():

@@ -37,13 +37,15 @@ from mirrorline.cli.flow_args import (
     emit_json,
     flow_target,
 )
+from mirrorline.cluster_access import ClusterAccess
 from mirrorline.config.flow_settings import FlowSettings
+from mirrorline.config.model import FlowConfig, Side
 from mirrorline.java_bridge import JavaCallError
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 from mirrorline.verification.ranges import parse_when
 from mirrorline.verification.report import KINDS, VerifyReport, topic_summary
-from mirrorline.verification.run import VerifyRefused, Window, verify_flow
+from mirrorline.verification.run import VerifyRefused, Window, refuse_transforms, verify_flow
 from mirrorline.verification.summary import VerificationSummary, save_summary
 
 TopicsOption = Annotated[
@@ -86,12 +88,14 @@ def verify(
         now = int(time.time() * 1000)
         window = Window(_when(since, "--since", now), _when(until, "--until", now), since, until)
         with flow_target(config, source, target) as ft:
-            with _bar(as_json) as bar:
-                report = verify_flow(
-                    ft.flow, ft.source, ft.target, topics=topics, window=window,
-                    progress=bar, timeout=timeout,
-                )  # fmt: skip
-            recorded = _record(ft, report, topics, timeout)
+            refuse_transforms(ft.flow)  # before any cluster is asked
+            with _quiet(ft, timeout) as (src, dst):
+                with _bar(as_json) as bar:
+                    report = verify_flow(
+                        ft.flow, src, dst, topics=topics, window=window, progress=bar,
+                        timeout=timeout,
+                    )  # fmt: skip
+                recorded = _record(ft.flow, dst, report, topics, timeout)
     except Failure as failure:
         _fail(str(failure), EXIT_USAGE, as_json)
     except (VerifyRefused, KafkaOperationError, JavaCallError) as exc:
@@ -103,14 +107,44 @@ def verify(
     raise typer.Exit(0 if report.identical else EXIT_FAILED)
 
 
-def _record(ft: FlowTarget, report: VerifyReport, topics: str | None, timeout: float) -> bool:
+@contextmanager
+def _quiet(ft: FlowTarget, timeout: float) -> Iterator[tuple[ClusterClients, ClusterClients]]:
+    """The flow's two clusters, checked to answer within `timeout` (`Unreachable` names the
+    one that does not, with the client's reason), with clients whose logs stay quiet."""
+    named: tuple[tuple[Side, str], ...] = (("source", ft.flow.source), ("target", ft.flow.target))
+    sides = [
+        ClusterAccess(
+            alias,
+            admin=ft.flow.client_settings(side, "admin"),
+            consumer=ft.flow.client_settings(side, "consumer"),
+            producer=ft.flow.client_settings(side, "producer"),
+            timeout=timeout,
+        )
+        for side, alias in named
+    ]
+    try:
+        for access in sides:
+            access.topics()
+        yield sides[0].clients(), sides[1].clients()
+    finally:
+        for access in sides:
+            access.close()
+
+
+def _record(
+    flow: FlowConfig,
+    target: ClusterClients,
+    report: VerifyReport,
+    topics: str | None,
+    timeout: float,
+) -> bool:
     """Keep the verification's summary on the target for the service; whether it was."""
     try:
         save_summary(
-            ft.flow.name,
-            ft.target,
+            flow.name,
+            target,
             VerificationSummary.of(report, topics),
-            replication_factor=FlowSettings.of(ft.flow).replication_factor,
+            replication_factor=FlowSettings.of(flow).replication_factor,
             timeout=timeout,
         )
         return True

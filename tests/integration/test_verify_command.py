@@ -114,6 +114,15 @@ def test_verify_finds_each_difference_by_offset(two_clusters, tmp_path: Path) ->
     assert summary["checked"] == 30
     assert summary["not_covered"] == 5 and summary["not_yet_copied"] == 5
 
+    # --since resolves per partition to the first record at or after the time.
+    since = source[1][10].timestamp
+    code, report = _verify(config, "--topics", good, "--since", str(since))
+    assert code == 0, report
+    starts = {p["partition"]: p["range"]["start"] for p in report["topics"][0]["partitions"]}
+    for partition, first_run in ((0, 5), (1, 0)):
+        at = [r.offset for r in source[partition] if r.timestamp >= since]
+        assert starts[partition] == max(first_run, min(at, default=PER_PARTITION)), partition
+
     # A copy with three defects, one per partition.
     bad = unique_name("damaged")
     source = _source(east, bad, 3, seed=2)

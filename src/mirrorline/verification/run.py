@@ -111,17 +111,10 @@ def verify_flow(
     refuse_transforms(flow)
     report = VerifyReport(flow.name, window.since_text, window.until_text, int(time.time() * 1000))
     target_id = _cluster_id(target, timeout)
-    store = ProgressStore(flow.name, target)
-    try:
-        saved = store.load_state(timeout, missing_ok=True)
-    finally:
-        store.close()
-    runs = TranslationStore()
-    runs.load(read_runs(target.consumer_settings, flow.name, missing_ok=True, timeout=timeout))
-    runs.load([(p, Run(*run)) for p, last in saved.last_runs.items() for run in last])
-    known = set(saved.next_offsets) | set(replicated_partitions(flow, source, timeout))
+    next_offsets, runs = _mapping(flow, target, timeout)
+    known = set(next_offsets) | set(replicated_partitions(flow, source, timeout))
     partitions = select_topics(flow, sorted(known), topics)
-    plans = _plans(flow, source, target, partitions, saved.next_offsets, runs, window, timeout)
+    plans = _plans(flow, source, target, partitions, next_offsets, runs, window, timeout)
     if progress is not None:
         progress.start(sum(p.end - p.start for p in plans))
     ends = _target_ends(flow, target, plans, timeout)
@@ -143,12 +136,9 @@ def verify_flow(
         opened = [_open(plans[0], readers[0], ends, marker, on_batch)] if plans else []
         for index, plan in enumerate(plans):
             if index + 1 < len(plans):
-                following = _open(
-                    plans[index + 1], readers[(index + 1) % 2], ends, marker, on_batch
-                )
-                opened.append(following)
+                ahead = readers[(index + 1) % 2]
+                opened.append(_open(plans[index + 1], ahead, ends, marker, on_batch))
             source_batches, target_batches, target_end = opened[index]
-            opened[index] = (iter(()), iter(()), 0)
             report.partitions.append(
                 compare_partition(
                     _report(plan),
@@ -165,6 +155,23 @@ def verify_flow(
                 reader.close()
     report.finished_ms = int(time.time() * 1000)
     return report
+
+
+def _mapping(
+    flow: FlowConfig, target: ClusterClients, timeout: float
+) -> tuple[dict[SourcePartition, int], TranslationStore]:
+    """The flow's saved progress, then its runs (written before the progress, so every
+    offset below the progress read has its runs; an exactly-once task's last runs are
+    in its progress record)."""
+    store = ProgressStore(flow.name, target)
+    try:
+        saved = store.load_state(timeout, missing_ok=True)
+    finally:
+        store.close()
+    runs = TranslationStore()
+    runs.load(read_runs(target.consumer_settings, flow.name, missing_ok=True, timeout=timeout))
+    runs.load([(p, Run(*run)) for p, last in saved.last_runs.items() for run in last])
+    return saved.next_offsets, runs
 
 
 Opened = tuple[Iterator[list[Record]], Iterator[list[Record]], int]

@@ -224,11 +224,14 @@ def _plans(
     what = f"source cluster {source.alias}"
     starts = partition_offsets(source.admin, partitions, "earliest", timeout=timeout, what=what)
     ends = partition_offsets(source.admin, partitions, "latest", timeout=timeout, what=what)
-    mm2 = committed_offsets(
-        target.consumer_settings,
-        offsets_topic_of(flow.source, flow.value("offset.storage.topic")),
-        flow.source,
-        timeout=timeout,
+    mm2 = (
+        committed_offsets(
+            target.consumer_settings,
+            offsets_topic_of(flow.source, flow.value("offset.storage.topic")),
+            flow.source,
+            timeout=timeout,
+        )
+        or {}
     )
     since = _offsets_for_times(source, partitions, window.since_ms, ends, timeout)
     until = _offsets_for_times(source, partitions, window.until_ms, ends, timeout)

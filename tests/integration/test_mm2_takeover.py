@@ -324,6 +324,13 @@ def test_a_killed_mm2_is_taken_over(two_clusters, spark, tmp_path, caplog, mode,
                 lambda: _remote_count(west, remote) >= TOTAL, timeout=240, what="every record"
             )
             _assert_copied_once(east, west, topic, stream)
+            # `mirrorline verify` proves the same through the runs MM2's syncs began.
+            verified = run_mirrorline(
+                "verify", "-c", config, "-s", "east", "-t", "west", "--topics", topic, "--json"
+            )
+            report = json.loads(verified.stdout)
+            assert verified.returncode == 0, report
+            assert report["verdict"] == "identical" and report["totals"]["checked"] > 0
         [line] = [
             r.getMessage()
             for r in caplog.records

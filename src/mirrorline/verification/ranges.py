@@ -13,7 +13,9 @@ there is none), or by default the whole source log. Within it:
   took over from MirrorMaker 2, MM2's offset syncs are its first runs where
   they were in line: those records are compared, and the ones between syncs
   that were not in line (below `predecessor_end`, MM2's last committed offset
-  plus one) are counted as not covered as well (`compare`);
+  plus one) are counted as not covered as well (`compare`). A partition MM2
+  never committed has no such bound (MM2's syncs cannot be told from the
+  flow's own in the offset-syncs topic they share);
 - the offsets between are checked (`compare`).
 
 Counts here are offsets: compaction can leave fewer records than offsets.

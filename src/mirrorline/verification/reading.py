@@ -1,8 +1,9 @@
 """Reading a partition for verification: large batches, explicit offsets, no group.
 
-One consumer per side is assigned one partition at a time at an explicit
-offset and read with `consume(num_messages=...)` up to an end offset; no
-group is joined and nothing is committed. Records come out in batches of
+A reader's consumer is assigned one partition at a time at an explicit
+offset and read with `consume(num_messages=...)` up to an end offset (never
+asking for more records than the range has left, so the last batch does not
+wait); no group is joined and nothing is committed. Records come out in batches of
 `(offset, (timestamp, key, value, headers), skipped)` (`compare.Record`),
 which is all the comparison looks at:
 

@@ -1,9 +1,9 @@
 """`mirrorline verify`: prove that a flow's copy is complete, or show where it is not.
 
 The work is `verification.run.verify_flow`; this module reads the command
-line, shows progress on stderr (a bar on a terminal, nothing under `--json`)
-and prints the report: a table per topic, then the first offsets of each
-finding per partition, or with `--json` the report's document. The summary
+line, reaches the two clusters and turns the outcome into output and an exit
+code: the report for people (`cli.verify_render`, with a progress bar on
+stderr while it reads) or, with `--json`, the report's document. The summary
 (time, range, counts, verdict) is then kept on the target for the service
 (`verification.summary`); a target that refuses it costs a warning only.
 
@@ -19,12 +19,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from mirrorline.cli.flow_args import (
@@ -37,6 +35,7 @@ from mirrorline.cli.flow_args import (
     emit_json,
     flow_target,
 )
+from mirrorline.cli.verify_render import progress_bar, render
 from mirrorline.cluster_access import ClusterAccess
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, Side
@@ -44,7 +43,7 @@ from mirrorline.java_bridge import JavaCallError
 from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.failure import EXIT_FAILED, EXIT_USAGE, Failure
 from mirrorline.verification.ranges import parse_when
-from mirrorline.verification.report import KINDS, VerifyReport, topic_summary
+from mirrorline.verification.report import VerifyReport
 from mirrorline.verification.run import VerifyRefused, Window, refuse_transforms, verify_flow
 from mirrorline.verification.summary import VerificationSummary, save_summary
 
@@ -90,7 +89,7 @@ def verify(
         with flow_target(config, source, target) as ft:
             refuse_transforms(ft.flow)  # before any cluster is asked
             with _quiet(ft, timeout) as (src, dst):
-                with _bar(as_json) as bar:
+                with progress_bar(as_json) as bar:
                     report = verify_flow(
                         ft.flow, src, dst, topics=topics, window=window, progress=bar,
                         timeout=timeout,
@@ -155,76 +154,6 @@ def _record(
         return False
 
 
-def render(report: VerifyReport, out: Console) -> None:
-    """The report for people: a summary per topic, then each partition's findings."""
-    table = Table(title=f"verify {report.flow}{_range(report)}")
-    columns = ("topic", "checked", *KINDS, "not yet copied", "not covered")
-    for column in columns:
-        table.add_column(column, justify="left" if column == "topic" else "right")
-    grouped = report.topics()
-    for topic, parts in grouped.items():
-        s = topic_summary(parts)
-        table.add_row(
-            topic,
-            *(str(s[k]) for k in ("checked", *KINDS, "not_yet_copied", "not_covered")),
-        )
-    out.print(table)
-    for parts in grouped.values():
-        for p in parts:
-            for kind in KINDS:
-                findings = getattr(p, kind)
-                if findings.count:
-                    shown = ", ".join(_entry(kind, e) for e in findings.first)
-                    more = "" if findings.count <= len(findings.first) else ", ..."
-                    out.print(
-                        Text(f"{p.topic}[{p.partition}] {kind} ({findings.count}): {shown}{more}")
-                    )
-    totals = report.totals()
-    notes = []
-    if totals["not_yet_copied"]:
-        notes.append(f"{totals['not_yet_copied']} offsets not yet copied (past the progress)")
-    if totals["not_covered"]:
-        notes.append(
-            f"{totals['not_covered']} offsets not covered by an exact mapping "
-            "(before the flow's first run), not compared"
-        )
-    if totals["skipped_by_flow"]:
-        notes.append(f"{totals['skipped_by_flow']} records skipped by loop prevention")
-    if totals["source_removed"]:
-        notes.append(f"{totals['source_removed']} copies whose source record is gone")
-    for note in notes:
-        out.print(Text(note, style="dim"))
-    if report.identical:
-        out.print(Text(f"identical: {report.checked} records checked", style="green"))
-    else:
-        out.print(
-            Text(
-                f"{report.differences} differences in {report.checked} records checked",
-                style="red",
-            )
-        )
-
-
-def _entry(kind: str, e: dict[str, Any]) -> str:
-    if kind == "missing":
-        return f"{e['source_offset']}" + (
-            f"→{e['target_offset']}" if e["target_offset"] is not None else " (no run)"
-        )
-    if kind == "extra":
-        dup = e["duplicate_of"]
-        return f"@{e['target_offset']}" + (f" (copy of {dup})" if dup is not None else "")
-    if kind == "different":
-        return f"{e['source_offset']}→{e['target_offset']} ({'/'.join(e['fields'])})"
-    return f"{e['source_offset']}→{e['target_offset']} (at {e['found_at']})"
-
-
-def _range(report: VerifyReport) -> str:
-    parts = [f"since {report.since}" if report.since else ""]
-    parts.append(f"until {report.until}" if report.until else "")
-    shown = ", ".join(p for p in parts if p)
-    return f" ({shown})" if shown else ""
-
-
 def _when(text: str | None, option: str, now_ms: int) -> int | None:
     if text is None:
         return None
@@ -239,34 +168,3 @@ def _fail(message: str, code: int, as_json: bool) -> None:
         emit_json({"ok": False, "error": message})
     Console(stderr=True, highlight=False).print(Text.assemble(("error: ", "red"), message))
     raise typer.Exit(code)
-
-
-class _Bar:
-    """Records read of the total, on a terminal's stderr."""
-
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._task = progress.add_task("verifying", total=None)
-
-    def start(self, total: int) -> None:
-        self._progress.update(self._task, total=total)
-
-    def advance(self, offsets: int) -> None:
-        self._progress.update(self._task, advance=offsets)
-
-
-@contextmanager
-def _bar(as_json: bool) -> Iterator[_Bar | None]:
-    if as_json or not sys.stderr.isatty():
-        yield None
-        return
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    with progress:
-        yield _Bar(progress)

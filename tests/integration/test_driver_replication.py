@@ -96,7 +96,7 @@ def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
 
     # `mirrorline verify` proves the same through the flow's own runs and progress.
     result = CliRunner().invoke(
-        app, ["verify", "-c", str(config), "-s", "east", "-t", "west", "--json"]
+        app, ["verify", "-c", str(config), "-s", "east", "-t", "west", "--topics", topic, "--json"]
     )
     report = json.loads(result.stdout)
     assert result.exit_code == 0, report

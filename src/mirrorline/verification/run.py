@@ -1,16 +1,19 @@
 """Verifying one flow: its progress and runs, the partitions' ranges, the comparison.
 
-The order of reads makes a running flow safe to verify: the progress is read
+The partitions verified are those of the source topics the flow replicates
+now (its topic lists as changed at run time), narrowed by `--topics`. The
+order of reads makes a running flow safe to verify: the progress is read
 first, then the runs, which the flow writes before its progress (exactly-once
 tasks write the last batch's runs with their progress: those are added from
 the progress records). So every offset below the progress that was read has
 its runs. Then each source partition in the range is compared with its copy,
-one partition at a time, two consumers (one per side) prefetching.
+one partition at a time, by two readers per side taking turns, so that the
+next partition is fetched while one is compared.
 
 Where the flow took over from MirrorMaker 2, MM2's committed offsets on the
 target tell how far its copy went (`ranges`). A flow whose transforms change
-records cannot be compared byte for byte:
-`TransformsConfigured` is raised before anything is read.
+records cannot be compared byte for byte: `VerifyRefused` is raised before
+anything is read.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Protocol
 from confluent_kafka import Consumer, TopicPartition
 
 from mirrorline.config.model import FlowConfig
+from mirrorline.control.flow_control import ControlStore
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.translation import Run, TranslationStore
 from mirrorline.engine.progress import ProgressStore, SourcePartition
@@ -112,8 +116,7 @@ def verify_flow(
     report = VerifyReport(flow.name, window.since_text, window.until_text, int(time.time() * 1000))
     target_id = _cluster_id(target, timeout)
     next_offsets, runs = _mapping(flow, target, timeout)
-    known = set(next_offsets) | set(replicated_partitions(flow, source, timeout))
-    partitions = select_topics(flow, sorted(known), topics)
+    partitions = select_topics(flow, _replicated_now(flow, source, target, timeout), topics)
     plans = _plans(flow, source, target, partitions, next_offsets, runs, window, timeout)
     if progress is not None:
         progress.start(sum(p.end - p.start for p in plans))
@@ -155,6 +158,19 @@ def verify_flow(
                 reader.close()
     report.finished_ms = int(time.time() * 1000)
     return report
+
+
+def _replicated_now(
+    flow: FlowConfig, source: ClusterClients, target: ClusterClients, timeout: float
+) -> list[SourcePartition]:
+    """The source partitions the flow replicates now: its file's topic lists with the
+    changes made at run time (`mirrorline topics`), as its drivers apply them."""
+    store = ControlStore(target)
+    try:
+        effective = store.read(flow.name, timeout).effective(flow)
+    finally:
+        store.close()
+    return replicated_partitions(effective, source, timeout)
 
 
 def _mapping(

@@ -131,6 +131,21 @@ def _mm2_committed(west, topic: str) -> dict:
         return {}
 
 
+def _stream_through(east, west, topic: str) -> SteadyStream:
+    """The steady stream, started once MM2 replicates the topic."""
+    remote = f"east.{topic}"
+    wait_until(lambda: remote in topic_names(west.bootstrap_servers), timeout=120, what="MM2")
+    return SteadyStream(east.bootstrap_servers, topic)
+
+
+def _wait_for_commits(west, topic: str) -> None:
+    wait_until(
+        lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
+        timeout=60,
+        what="MM2's committed offsets",
+    )
+
+
 def _wait_for_checkpoints(west, group: str, remote: str, expected: dict[int, int]) -> None:
     """Until each partition's checkpoint translates its source offset in `expected`
     (partition: source offset) to the same offset on west."""
@@ -187,13 +202,8 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
     commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(PARTITIONS), 1000))
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
     try:
-        wait_until(lambda: remote in topic_names(west.bootstrap_servers), timeout=120, what="MM2")
-        stream = SteadyStream(east.bootstrap_servers, topic)
-        wait_until(
-            lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
-            timeout=60,
-            what="MM2's committed offsets",
-        )
+        stream = _stream_through(east, west, topic)
+        _wait_for_commits(west, topic)
         wait_until(
             lambda: (
                 len(checkpoints_of(west.bootstrap_servers, "east", group, remote)) == PARTITIONS
@@ -283,8 +293,7 @@ def test_a_killed_mm2_is_taken_over(two_clusters, spark, tmp_path, caplog, mode,
     )
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
     try:
-        wait_until(lambda: remote in topic_names(west.bootstrap_servers), timeout=120, what="MM2")
-        stream = SteadyStream(east.bootstrap_servers, topic)
+        stream = _stream_through(east, west, topic)
         if first_commit:
             wait_until(
                 lambda: _remote_count(west, remote) > TOTAL // 4,
@@ -293,11 +302,7 @@ def test_a_killed_mm2_is_taken_over(two_clusters, spark, tmp_path, caplog, mode,
             )
             assert _mm2_committed(west, topic) == {}
         else:
-            wait_until(
-                lambda: len(_mm2_committed(west, topic)) == PARTITIONS,
-                timeout=60,
-                what="MM2's committed offsets",
-            )
+            _wait_for_commits(west, topic)
             # Killed between two of its offset commits (every 5 s), while the stream goes on.
             wait_until(
                 lambda: (

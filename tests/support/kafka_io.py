@@ -214,19 +214,21 @@ def consume(
             for msg in consumer.consume(num_messages=500, timeout=0.5):
                 if msg.error():
                     raise KafkaException(msg.error())
-                records.append(
-                    Record(
-                        msg.key(),
-                        msg.value(),
-                        tuple(msg.headers() or ()),
-                        msg.timestamp()[1],
-                        msg.partition(),
-                        msg.offset(),
-                    )
-                )
+                records.append(_record(msg))
         return records
     finally:
         consumer.close()
+
+
+def _record(msg) -> Record:
+    return Record(
+        msg.key(),
+        msg.value(),
+        tuple(msg.headers() or ()),
+        msg.timestamp()[1],
+        msg.partition(),
+        msg.offset(),
+    )
 
 
 def consume_to_end(bootstrap: Endpoint, topic: str, *, timeout: float = 60) -> list[Record]:
@@ -255,16 +257,7 @@ def consume_to_end(bootstrap: Endpoint, topic: str, *, timeout: float = 60) -> l
                 elif msg.error():
                     raise KafkaException(msg.error())
                 else:
-                    records.append(
-                        Record(
-                            msg.key(),
-                            msg.value(),
-                            tuple(msg.headers() or ()),
-                            msg.timestamp()[1],
-                            msg.partition(),
-                            msg.offset(),
-                        )
-                    )
+                    records.append(_record(msg))
         return records
     finally:
         consumer.close()

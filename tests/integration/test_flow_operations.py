@@ -9,6 +9,7 @@ effect through the control topic, not through a routine refresh.
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -19,6 +20,8 @@ from support.control import reset_control
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
+    checkpoints_of,
+    commit_offsets,
     consume,
     create_topic,
     end_offsets,
@@ -224,3 +227,64 @@ def test_positions_set_on_a_stopped_flow_and_refused_on_a_running_one(
         # From offset 30 of each partition: 2 x 20 again, plus the 10 written while stopped.
         wait_until(lambda: _remote_count(west, remote) == 150, timeout=60, what="from offset 30")
     assert end_offsets(west.bootstrap_servers, remote) == {0: 75, 1: 75}
+
+
+def test_group_and_topic_exclusions_group_changes_and_restart(
+    two_clusters, spark, tmp_path, caplog
+):
+    """`topics.exclude` keeps a matching topic out; a group regex list and
+    `groups.exclude` choose the checkpointed groups, and `mirrorline groups`
+    changes them at run time (the group refresh is five minutes away);
+    `mirrorline restart` starts the query again from its saved progress,
+    losing and duplicating nothing (`mirrorline verify` judges)."""
+    east, west = two_clusters
+    p, g = unique_name("ops"), unique_name("team")
+    kept, skipped = f"{p}.kept", f"{p}.skipped"
+    for topic in (kept, skipped):
+        create_topic(east.bootstrap_servers, topic, partitions=2)
+        produce(east.bootstrap_servers, topic, _records(topic, 40))
+    chosen, excluded, unlisted = f"{g}-a", f"{g}-x1", unique_name("other")
+    for group in (chosen, excluded, unlisted):
+        commit_offsets(east.bootstrap_servers, group, kept, {0: 10, 1: 10})
+    config = write_config(
+        tmp_path / "groups.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {p}\\..*\n"
+        f"east->west.topics.exclude = {p}\\.skip.*\n"
+        f"east->west.groups = {g}-.*\neast->west.groups.exclude = {g}-x.*\n"
+        "east->west.refresh.topics.interval.seconds = 300\n"
+        "refresh.groups.interval.seconds = 300\nemit.checkpoints.interval.seconds = 1\n",
+    )
+    remote = f"east.{kept}"
+
+    def checkpointed() -> set[str]:
+        return {
+            g
+            for g in (chosen, excluded, unlisted)
+            if checkpoints_of(west.bootstrap_servers, "east", g, remote)
+        }
+
+    caplog.set_level(logging.INFO, logger="mirrorline.engine.flow")
+    with running_driver(config, spark, tmp_path / "w"):
+        wait_until(lambda: _remote_count(west, remote) == 40, timeout=60, what="kept")
+        wait_until(lambda: chosen in checkpointed(), timeout=30, what=f"{chosen} checkpointed")
+        assert_stays(
+            lambda: (
+                checkpointed() == {chosen}
+                and f"east.{skipped}" not in topic_names(west.bootstrap_servers)
+            ),
+            seconds=2,
+            what="only the chosen group and topic",
+        )
+        _mirrorline("groups", *_flow(config), "--add", unlisted)
+        wait_until(lambda: unlisted in checkpointed(), timeout=30, what=f"{unlisted} added")
+        assert excluded not in checkpointed()
+
+        _mirrorline("restart", *_flow(config))
+        produce(east.bootstrap_servers, kept, _records(f"{kept}-late", 20))
+        wait_until(lambda: _remote_count(west, remote) == 60, timeout=60, what="after restart")
+        assert_stays(lambda: _remote_count(west, remote) == 60, seconds=2, what="no duplicate")
+        verified = _mirrorline("verify", *_flow(config), "--topics", kept, "--json")
+        assert json.loads(verified)["verdict"] == "identical", verified
+    starts = [r for r in caplog.records if "replicating" in r.getMessage()]
+    assert len(starts) == 2, [r.getMessage() for r in starts]  # started, then restarted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mirrorline.client import replication_hops, upstream_clusters
 from mirrorline.devcluster import DevClusters
 from mirrorline.formats import Heartbeat
 from support.driving import running_driver, write_config
@@ -220,29 +221,39 @@ def test_rename_format_both_ways_never_loops(two_clusters, spark, tmp_path):
     assert sorted(r.key for r in copies) == sorted(f"east-{i}".encode() for i in range(60))
 
 
-def test_heartbeat_topics_are_replicated(two_clusters, spark, tmp_path):
-    east, west = two_clusters
+def test_heartbeat_topics_are_replicated_across_a_chain(three_clusters, spark, tmp_path):
+    """east -> west -> central: east's heartbeats reach central as `west.east.heartbeats`,
+    from which the client library tells central's upstream clusters and hops, as MM2's
+    `RemoteClusterUtils` does."""
+    east, west, central = three_clusters
     p = unique_name("hb")
-    beat = Heartbeat("central", "east", 1_700_000_000_000)
+    beat = Heartbeat("north", "east", 1_700_000_000_000)
     if "heartbeats" not in topic_names(east.bootstrap_servers):
         create_topic(east.bootstrap_servers, "heartbeats")
     produce(east.bootstrap_servers, "heartbeats", [Record(beat.key(), beat.value())])
     config = write_config(
-        tmp_path / "c.properties", [east, west], _flows("east->west", topics=f"{p}.*")
+        tmp_path / "c.properties",
+        [east, west, central],
+        _flows("east->west", "west->central", topics=f"{p}.*"),
     )
+    chained = "west.east.heartbeats"
     with running_driver(config, spark, tmp_path / "w"):
         wait_until(
             lambda: (
-                "east.heartbeats" in topic_names(west.bootstrap_servers)
-                and sum(end_offsets(west.bootstrap_servers, "east.heartbeats").values())
+                chained in topic_names(central.bootstrap_servers)
+                and sum(end_offsets(central.bootstrap_servers, chained).values())
                 >= sum(end_offsets(east.bootstrap_servers, "heartbeats").values())
             ),
-            timeout=60,
-            what="east.heartbeats on west",
+            timeout=90,
+            what=f"{chained} on central",
         )
     copies = consume(
-        west.bootstrap_servers,
-        "east.heartbeats",
-        expected=sum(end_offsets(west.bootstrap_servers, "east.heartbeats").values()),
+        central.bootstrap_servers,
+        chained,
+        expected=sum(end_offsets(central.bootstrap_servers, chained).values()),
     )
     assert beat in [Heartbeat.decode(r.key, r.value) for r in copies]
+    on_central = {"bootstrap.servers": central.bootstrap_servers}
+    assert {"west", "east"} <= upstream_clusters(on_central)
+    assert replication_hops(on_central, "east") == 2
+    assert replication_hops(on_central, "west") == 1

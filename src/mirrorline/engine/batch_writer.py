@@ -39,6 +39,7 @@ REQUIRED_PRODUCER_SETTINGS: Mapping[str, str] = {
     "enable.idempotence": "true",
     "acks": "all",
 }
+KAFKA_MAX_REQUEST_SIZE = 1_048_576  # the producer's default
 # Mirrorline's defaults for the writer's producer (Java names), below the user's.
 DEFAULT_PRODUCER_SETTINGS: Mapping[str, str] = {
     "linger.ms": "5",
@@ -163,10 +164,17 @@ def producer_settings(
 
     Record batches are kept no larger than any remote topic accepts: the broker
     refuses a whole batch over a topic's `max.message.bytes`, not one record.
+    And a record any remote topic accepts is not refused by the producer
+    itself: unless the user set `max.request.size`, it is raised from Kafka's
+    1 MiB to the largest `max.message.bytes` (a topic that takes 5 MiB records
+    on the source takes them on the target too, its configs being copied).
     """
     merged = {**DEFAULT_PRODUCER_SETTINGS, **settings, **REQUIRED_PRODUCER_SETTINGS}
     if size_limits:
         merged["batch.size"] = str(max(1, min(int(merged["batch.size"]), *size_limits.values())))
+        if "max.request.size" not in settings:
+            largest = max(size_limits.values())
+            merged["max.request.size"] = str(max(KAFKA_MAX_REQUEST_SIZE, largest))
     return merged
 
 

@@ -53,7 +53,7 @@ $(JVM_STAMP): $(JVM_INPUTS) $(PY_STAMP) | jdk
 	   echo "error: jvm/pom.xml wants Spark $$want but PySpark $$have is installed"; exit 1; fi
 	@echo ">> building the writer into src/mirrorline/jars and resolving MirrorMaker 2 into $(JVM_LIB)"
 	mvn --quiet --batch-mode -s jvm/settings.xml -f jvm/pom.xml -Djvm.lib=$(JVM_LIB) package
-	$(BIN)/mirrorline setup --java-plugins
+	$(BIN)/mirrorline setup --java-plugins --wan-link
 	@touch $@
 
 demo: setup

@@ -7,7 +7,7 @@ import json
 import typer
 from rich.console import Console
 
-from mirrorline import jar_fetch, jvm
+from mirrorline import devlatency, jar_fetch, jvm
 
 out = Console()
 err = Console(stderr=True)
@@ -20,11 +20,18 @@ def setup(
         "--java-plugins",
         help="Also fetch MirrorMaker 2's interfaces, for files naming Java classes of their own.",
     ),
+    wan_link: bool = typer.Option(
+        False,
+        "--wan-link",
+        help="Also build Toxiproxy (needs Go), the proxy that simulates a wide-area link.",
+    ),
 ) -> None:
     """Fetch Spark's Kafka connector and a Kafka broker from Maven Central into the jar cache.
 
     With --java-plugins, also MirrorMaker 2's interfaces, which files naming Java
-    classes of their own need (else fetched when such a file is first read).
+    classes of their own need (else fetched when such a file is first read). With
+    --wan-link, also the Toxiproxy server that simulates a wide-area link
+    (`mirrorline.devlatency`), built with Go into the cache's `tools` directory.
     The driver and `dev up` fetch what they miss by themselves on first use; run this
     ahead (a host image, a deployment step) or on a host that reaches Maven Central,
     then copy the cache to offline hosts and point --jvm-lib or $MIRRORLINE_JVM_LIB at
@@ -44,17 +51,21 @@ def setup(
                 "jars": len(fetched),
                 "directory": str(cache / name),
             }
-    except jvm.JvmSetupError as exc:
+        link = str(devlatency.binary(progress)) if wan_link else None
+    except (jvm.JvmSetupError, devlatency.LinkError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     if as_json:
-        typer.echo(json.dumps({"jar_cache": str(cache), "writer": str(writer), "sets": sets}))
+        document = {"jar_cache": str(cache), "writer": str(writer), "sets": sets}
+        typer.echo(json.dumps({**document, "wan_link": link}))
         return
     out.print(f"writer: {writer}", highlight=False, soft_wrap=True)
     for name, entry in sets.items():
         out.print(
             f"{name}: {entry['jars']} jars in {entry['directory']}", highlight=False, soft_wrap=True
         )
+    if link:
+        out.print(f"wan link: {link}", highlight=False, soft_wrap=True)
     out.print("ready: the driver and dev clusters find their jars here", highlight=False)
 
 

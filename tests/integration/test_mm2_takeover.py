@@ -44,7 +44,7 @@ from support.wait import wait_until
 
 PARTITIONS = 4
 TOTAL = 30_000
-RATE = 2_000  # records per second
+RATE = 3_000  # records per second
 LATER = PARTITIONS * 100  # records produced after a takeover
 LATE = TOTAL // PARTITIONS + 50  # a source offset among them
 MODES = {"at_least_once": "disabled", "exactly_once": "enabled"}

@@ -6,7 +6,10 @@ The flow's parts hand their samples over as they happen, without waiting:
 - the checkpointer, once a round's checkpoints are acknowledged (`checkpoints_written`);
 - and every `emit.metrics.interval.seconds` this reporter itself takes the
   flow's status and computes its lag per source partition (the source's log
-  end offsets, one request per broker, minus the flow's committed next offsets).
+  end offsets, one request per broker, minus the flow's committed next offsets);
+  also within half a second of a change of the flow's state, so that readers
+  of the status (the service, `status`, a failover's checks) never act on a
+  state the flow has left an interval ago.
 
 A thread of the reporter's own writes them to `mirrorline.metrics.internal` on
 the target (format: `raw_metrics`), so that neither the data path nor the
@@ -102,6 +105,7 @@ class MetricsReporter:
         self._producer: Producer | None = None
         self._topic_ready = threading.Event()
         self._dropped = 0
+        self._state_sent: str | None = None  # the state of the latest status sample
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -218,9 +222,9 @@ class MetricsReporter:
     def _run(self) -> None:
         due = time.monotonic()
         while not self._stop.is_set():
-            if time.monotonic() >= due:
+            if time.monotonic() >= due or self._status().state != self._state_sent:
                 due = time.monotonic() + self._interval
-                self._guarded(lambda: self._hand_over(self.status_sample()))
+                self._guarded(self._sample_status)
             self._guarded(self._send_waiting)
             self._stop.wait(min(0.5, max(0.0, due - time.monotonic())))
         self._guarded(lambda: self._hand_over(self.status_sample()))
@@ -235,6 +239,11 @@ class MetricsReporter:
                     left,
                     self._flow.target,
                 )
+
+    def _sample_status(self) -> None:
+        sample = self.status_sample()
+        self._state_sent = sample.state
+        self._hand_over(sample)
 
     def _send_waiting(self) -> None:
         producer = self._open()

@@ -1,0 +1,101 @@
+"""A running dev cluster's nodes: what `clusters.json` records of each, and their processes.
+
+Each node of a dev cluster is one JVM (see `devbroker`). ``clusters.json`` keeps,
+per node, its id, ports, directory and pid; a node taken away on purpose
+(`mirrorline dev stop ALIAS --broker N`) keeps its entry with no pid, so that
+`status` shows it stopped and `start` knows its ports.
+
+A pid alone proves nothing after a reboot or pid reuse: a node counts as running
+only if that process exists and its command line carries the node's directory
+(``-Dmirrorline.dev.cluster=<node directory>``, set by `devbroker`). Stopping
+sends SIGTERM (a controlled shutdown that moves leadership away first), then
+waits until both ports are closed, so the same ports can be taken again at once.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from mirrorline.devbroker import HOST, Layout
+from mirrorline.process import pid_alive, port_accepts, tail, terminate_child, terminate_pid
+
+__all__ = ["DevNode", "NodeError", "is_running", "nodes_of", "stop_process", "startup_failure"]
+
+
+class NodeError(RuntimeError):
+    """A node could not be started or stopped; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class DevNode:
+    id: int
+    port: int
+    controller_port: int
+    directory: str
+    pid: int | None = None  # None: stopped on purpose
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def server_log(self) -> Path:
+        return Path(self.directory) / "logs" / "server.log"
+
+    @property
+    def output(self) -> Path:
+        return Path(self.directory) / "broker.out"
+
+    def started(self, pid: int) -> DevNode:
+        return replace(self, pid=pid)
+
+    def stopped(self) -> DevNode:
+        return replace(self, pid=None)
+
+
+def nodes_of(layout: Layout) -> tuple[DevNode, ...]:
+    """The nodes of `layout`, none of them running yet."""
+    return tuple(
+        DevNode(n.id, n.port, n.controller_port, str(layout.node_directory(n.id)))
+        for n in layout.nodes
+    )
+
+
+def is_running(node: DevNode) -> bool:
+    """True when the node's pid is alive and is this node's JVM (not a reused pid)."""
+    if node.pid is None or not pid_alive(node.pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{node.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"-Dmirrorline.dev.cluster={node.directory}".encode() in cmdline
+
+
+def stop_process(
+    node: DevNode, popen: subprocess.Popen[bytes] | None, timeout: float = 30.0
+) -> None:
+    """Stop the node's JVM (ours as a child, or found by pid) and wait for its ports to close."""
+    if popen is not None:
+        terminate_child(popen, timeout)
+    elif node.pid is not None and is_running(node):
+        terminate_pid(node.pid, timeout)
+    for port in (node.port, node.controller_port):
+        deadline = time.monotonic() + timeout
+        while port_accepts(port):
+            if time.monotonic() > deadline:
+                raise NodeError(
+                    f"port {port} of node {node.id} still accepts connections after it stopped"
+                )
+            time.sleep(0.1)
+
+
+def startup_failure(alias: str, node: DevNode, what: str) -> NodeError:
+    """An error naming the node that did not come up, with the tail of its output and log."""
+    return NodeError(
+        f"node {node.id} of {alias} ({node.address}) {what}; the end of {node.output}:\n"
+        f"{tail(node.output, 15)}\nand of {node.server_log}:\n{tail(node.server_log, 15)}"
+    )

@@ -46,8 +46,14 @@ from mirrorline.devbroker import (
     run_all,
     write_files,
 )
-from mirrorline.devnode import DevNode, NodeError, is_running, nodes_of, startup_failure
-from mirrorline.devnode import stop_process as _stop_process
+from mirrorline.devnode import (
+    DevNode,
+    NodeError,
+    is_running,
+    nodes_of,
+    startup_failure,
+    stop_processes,
+)
 from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
 from mirrorline.devstate import (
     ClusterHealth,
@@ -385,12 +391,17 @@ class DevClusters:
     def _stop_nodes(
         self, cluster: DevCluster, nodes: Iterable[DevNode], timeout: float = 30.0
     ) -> None:
+        targets = []
         for node in nodes:
             popen = self._children.pop((cluster.alias, node.id), None)
-            try:
-                _stop_process(node, popen, timeout)
-            except NodeError as exc:
-                raise DevClusterError(f"{cluster.alias}: {exc}") from None
+            if popen is not None and popen.pid != node.pid:
+                popen.poll()  # reaped; the node was started again by someone else
+                popen = None
+            targets.append((node, popen))
+        try:
+            stop_processes(targets, timeout)
+        except NodeError as exc:
+            raise DevClusterError(f"{cluster.alias}: {exc}") from None
 
     def _save(self, clusters: list[DevCluster]) -> None:
         write_state(self.directory / STATE_FILE, clusters)

@@ -14,15 +14,18 @@ waits until both ports are closed, so the same ports can be taken again at once.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mirrorline.devbroker import HOST, Layout
-from mirrorline.process import pid_alive, port_accepts, tail, terminate_child, terminate_pid
+from mirrorline.process import pid_alive, port_accepts, tail
 
-__all__ = ["DevNode", "NodeError", "is_running", "nodes_of", "stop_process", "startup_failure"]
+__all__ = ["DevNode", "NodeError", "is_running", "nodes_of", "stop_processes", "startup_failure"]
 
 
 class NodeError(RuntimeError):
@@ -75,22 +78,38 @@ def is_running(node: DevNode) -> bool:
     return f"-Dmirrorline.dev.cluster={node.directory}".encode() in cmdline
 
 
-def stop_process(
-    node: DevNode, popen: subprocess.Popen[bytes] | None, timeout: float = 30.0
+def stop_processes(
+    targets: Sequence[tuple[DevNode, subprocess.Popen[bytes] | None]], timeout: float = 30.0
 ) -> None:
-    """Stop the node's JVM (ours as a child, or found by pid) and wait for its ports to close."""
-    if popen is not None:
-        terminate_child(popen, timeout)
-    elif node.pid is not None and is_running(node):
-        terminate_pid(node.pid, timeout)
-    for port in (node.port, node.controller_port):
-        deadline = time.monotonic() + timeout
-        while port_accepts(port):
+    """Stop the nodes' JVMs (ours as children, or found by pid) and wait for their ports to close.
+
+    All are asked at once: nodes stopped one after the other would lose the quorum
+    before the last ones finish their controlled shutdown, which then waits in vain.
+    A node still running at the deadline is killed.
+    """
+    running: list[tuple[int, subprocess.Popen[bytes] | None]] = []
+    for node, popen in targets:
+        if popen is not None and popen.poll() is None:
+            popen.terminate()
+            running.append((popen.pid, popen))
+        elif popen is None and node.pid is not None and is_running(node):
+            os.kill(node.pid, signal.SIGTERM)
+            running.append((node.pid, None))
+    deadline = time.monotonic() + timeout
+    for pid, child in running:
+        while (child.poll() is None) if child is not None else pid_alive(pid):
             if time.monotonic() > deadline:
-                raise NodeError(
-                    f"port {port} of node {node.id} still accepts connections after it stopped"
-                )
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 10
             time.sleep(0.1)
+    for node, _ in targets:
+        for port in (node.port, node.controller_port):
+            while port_accepts(port):
+                if time.monotonic() > deadline:
+                    raise NodeError(
+                        f"port {port} of node {node.id} still accepts connections after it stopped"
+                    )
+                time.sleep(0.1)
 
 
 def startup_failure(alias: str, node: DevNode, what: str) -> NodeError:

@@ -207,8 +207,7 @@ class DevClusters:
                 say(f"{cluster.alias} ready at {cluster.bootstrap_servers}")
         except BaseException:
             # Never leave a half-started set behind (including on Ctrl-C).
-            for cluster in started:
-                self._stop_nodes(cluster, cluster.nodes)
+            self._stop_nodes((c, n) for c in started for n in c.nodes)
             self._save([c for c in self.clusters() if c.alias not in wanted])
             raise
         self._write_properties()
@@ -279,17 +278,17 @@ class DevClusters:
     # -- stopping --------------------------------------------------------------------
 
     def down(self, *, progress: Progress | None = None, timeout: float = 30.0) -> list[DevCluster]:
-        """Stop every node of every cluster in this directory and wait until its ports are free."""
+        """Stop every node of every cluster here, all at once, and wait until their ports
+        are free (one by one, each cluster's last node would wait for its lost quorum)."""
         say = progress or (lambda _msg: None)
-        stopped = []
-        for cluster in self.clusters():
+        clusters = self.clusters()
+        for cluster in clusters:
             pids = ", ".join(str(n.pid) for n in cluster.nodes if n.pid is not None)
             say(f"stopping {cluster.alias} (pid {pids or 'none'})")
-            self._stop_nodes(cluster, cluster.nodes, timeout)
-            stopped.append(cluster)
+        self._stop_nodes(((c, n) for c in clusters for n in c.nodes), timeout)
         if (self.directory / STATE_FILE).exists():
             (self.directory / STATE_FILE).unlink()
-        return stopped
+        return clusters
 
     def stop(self, alias: str, node: int | None = None, *, timeout: float = 30.0) -> None:
         """Stop cluster `alias`, or only its node `node`; the others keep running.
@@ -298,13 +297,13 @@ class DevClusters:
         """
         cluster = self.get(alias)
         if node is None:
-            self._stop_nodes(cluster, cluster.nodes, timeout)
+            self._stop_nodes(((cluster, n) for n in cluster.nodes), timeout)
             self._save([c for c in self.clusters() if c.alias != alias])
             return
         target = cluster.node(node)
         if target.pid is None:
             raise DevClusterError(f"node {node} of {alias} is already stopped")
-        self._stop_nodes(cluster, [target], timeout)
+        self._stop_nodes([(cluster, target)], timeout)
         self._replace(cluster.with_node(target.stopped()))
 
     def start(
@@ -348,7 +347,7 @@ class DevClusters:
         try:
             self._wait_registered(cluster, wanted, time.monotonic() + timeout)
         except BaseException:
-            self._stop_nodes(cluster, [cluster.node(i) for i in wanted])
+            self._stop_nodes((cluster, cluster.node(i)) for i in wanted)
             if node is None:
                 self._save([c for c in self.clusters() if c.alias != alias])
             else:
@@ -389,10 +388,11 @@ class DevClusters:
         return cluster
 
     def _stop_nodes(
-        self, cluster: DevCluster, nodes: Iterable[DevNode], timeout: float = 30.0
+        self, nodes: Iterable[tuple[DevCluster, DevNode]], timeout: float = 30.0
     ) -> None:
+        """Stop the given nodes together (see `devnode.stop_processes`)."""
         targets = []
-        for node in nodes:
+        for cluster, node in nodes:
             popen = self._children.pop((cluster.alias, node.id), None)
             if popen is not None and popen.pid != node.pid:
                 popen.poll()  # reaped; the node was started again by someone else
@@ -401,7 +401,7 @@ class DevClusters:
         try:
             stop_processes(targets, timeout)
         except NodeError as exc:
-            raise DevClusterError(f"{cluster.alias}: {exc}") from None
+            raise DevClusterError(str(exc)) from None
 
     def _save(self, clusters: list[DevCluster]) -> None:
         write_state(self.directory / STATE_FILE, clusters)

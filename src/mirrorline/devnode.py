@@ -107,7 +107,8 @@ def stop_processes(
             while port_accepts(port):
                 if time.monotonic() > deadline:
                     raise NodeError(
-                        f"port {port} of node {node.id} still accepts connections after it stopped"
+                        f"port {port} of node {node.id} ({node.directory}) still accepts "
+                        "connections after it stopped"
                     )
                 time.sleep(0.1)
 

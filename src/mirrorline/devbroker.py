@@ -116,6 +116,18 @@ def replication_settings(brokers: int) -> dict[str, str]:
     }
 
 
+def _liveness_settings(nodes: int) -> dict[str, str]:
+    """With several nodes, a node that stops heartbeating is fenced after 4 s instead of 9 s.
+
+    A node stopped while it was the active controller leaves its registration to
+    expire by this timeout, and starting it again waits for that; killed nodes are
+    noticed as soon, so outage tests see failover within seconds.
+    """
+    if nodes == 1:
+        return {}
+    return {"broker.heartbeat.interval.ms": "1000", "broker.session.timeout.ms": "4000"}
+
+
 def server_properties(layout: Layout, node_id: int) -> dict[str, str]:
     node = layout.node(node_id)
     voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in layout.nodes)
@@ -133,6 +145,7 @@ def server_properties(layout: Layout, node_id: int) -> dict[str, str]:
         "transaction.state.log.num.partitions": "10",
         "num.partitions": "1",
         **replication_settings(len(layout.nodes)),
+        **_liveness_settings(len(layout.nodes)),
         # Mirrorline creates the topics it writes; auto-creation would hide mistakes.
         "auto.create.topics.enable": "false",
         "group.initial.rebalance.delay.ms": "0",

@@ -33,6 +33,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 from mirrorline import devhealth, jvm
@@ -49,6 +50,7 @@ from mirrorline.devbroker import (
 from mirrorline.devnode import (
     DevNode,
     NodeError,
+    check_ports_free,
     is_running,
     nodes_of,
     startup_failure,
@@ -251,8 +253,13 @@ class DevClusters:
         )
 
     def _wait_registered(self, cluster: DevCluster, ids: list[int], deadline: float) -> None:
-        """Wait until nodes `ids` accept connections and are registered brokers."""
-        config = self.client_config(cluster)
+        """Wait until nodes `ids` accept connections and are registered brokers.
+
+        The running nodes are asked, if there are any: a starting node accepts
+        connections before it serves requests, which would then wait for it.
+        """
+        others = tuple(n for n in cluster.nodes if n.id not in ids and n.pid is not None)
+        config = self.client_config(replace(cluster, nodes=others) if others else cluster)
         missing = list(ids)
         while True:
             for node_id in ids:
@@ -323,10 +330,11 @@ class DevClusters:
         if node is None:
             if any(c.alias == alias for c in self.clusters()):
                 raise DevClusterError(
-                    f"dev cluster {alias!r} is already running in {self.directory}"
+                    f"dev cluster {alias!r} is already running in {self.directory} "
+                    "(a stopped node of it starts with --broker N)"
                 )
             layout = self._read_layout(alias)
-            _check_ports_free(alias, nodes_of(layout))
+            self._ports_free(alias, nodes_of(layout))
             cluster = self._launch_all(layout, die_with_parent)
             self._save(self.clusters() + [cluster])
             wanted = [n.id for n in cluster.nodes]
@@ -335,7 +343,7 @@ class DevClusters:
             target = cluster.node(node)
             if target.pid is not None and is_running(target):
                 raise DevClusterError(f"node {node} of {alias} is already running")
-            _check_ports_free(alias, [target])
+            self._ports_free(alias, [target])
             layout = self._read_layout(alias)
             popen = launch(
                 jvm.java_executable(), jvm.classpath("kafka"), layout, node, die_with_parent
@@ -373,19 +381,21 @@ class DevClusters:
         say(f"starting node {node} of {alias}")
         cluster = self.start(alias, node, die_with_parent=die_with_parent, timeout=timeout)
         say(f"node {node} of {alias} registered; waiting for its replicas to catch up")
-        config, reported = self.client_config(cluster), 0.0
-        while lagging := devhealth.under_replicated(config):
-            if time.monotonic() > deadline:
-                raise DevClusterError(
-                    f"{alias}: {len(lagging)} partition(s) still under-replicated "
-                    f"{timeout:.0f} s after restarting node {node}: {', '.join(lagging[:10])}"
-                )
-            if time.monotonic() - reported >= 5:
-                say(f"{len(lagging)} under-replicated partition(s): {', '.join(lagging[:5])}")
-                reported = time.monotonic()
-            time.sleep(0.5)
+        lagging = devhealth.wait_in_sync(self.client_config(cluster), deadline, say)
+        if lagging:
+            raise DevClusterError(
+                f"{alias}: {len(lagging)} partition(s) still under-replicated "
+                f"{timeout:.0f} s after restarting node {node}: {', '.join(lagging[:10])}"
+            )
         say(f"node {node} of {alias} is back; no under-replicated partitions")
         return cluster
+
+    @staticmethod
+    def _ports_free(alias: str, nodes: Iterable[DevNode]) -> None:
+        try:
+            check_ports_free(nodes)
+        except NodeError as exc:
+            raise DevClusterError(f"cannot start {alias} again: {exc}") from None
 
     def _stop_nodes(
         self, nodes: Iterable[tuple[DevCluster, DevNode]], timeout: float = 30.0
@@ -411,13 +421,3 @@ class DevClusters:
 
     def _write_properties(self) -> None:
         self.properties_file.write_text(properties_text(self.clusters(), self.security))
-
-
-def _check_ports_free(alias: str, nodes: Iterable[DevNode]) -> None:
-    for node in nodes:
-        for port in (node.port, node.controller_port):
-            if port_accepts(port):
-                raise DevClusterError(
-                    f"cannot start node {node.id} of {alias} again: port {port} is taken "
-                    "by another process"
-                )

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,13 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.devnode import DevNode
 
-__all__ = ["active_controller", "leader_of", "registered_brokers", "under_replicated"]
+__all__ = [
+    "active_controller",
+    "leader_of",
+    "registered_brokers",
+    "under_replicated",
+    "wait_in_sync",
+]
 
 _quiet = logging.getLogger("mirrorline.devhealth.librdkafka")
 _quiet.addHandler(logging.NullHandler())
@@ -42,7 +49,7 @@ def _admin(config: Mapping[str, str]) -> AdminClient:
     return AdminClient(settings)
 
 
-def registered_brokers(config: Mapping[str, str], timeout: float = 5.0) -> set[int]:
+def registered_brokers(config: Mapping[str, str], timeout: float = 2.0) -> set[int]:
     """Ids of the brokers registered (and not fenced); empty if the cluster does not answer."""
     admin = _admin(config)  # kept until the answer is in: a dropped client drops its request
     try:
@@ -61,6 +68,22 @@ def under_replicated(config: Mapping[str, str], timeout: float = 10.0) -> list[s
         for partition in topic.partitions.values()
         if len(partition.isrs) < len(partition.replicas)
     )
+
+
+def wait_in_sync(
+    config: Mapping[str, str], deadline: float, progress: Callable[[str], None]
+) -> list[str]:
+    """Wait until no partition is under-replicated, saying which are every 5 s; those still
+    under-replicated at `deadline` (none: in sync)."""
+    reported = 0.0
+    while lagging := under_replicated(config):
+        if time.monotonic() > deadline:
+            return lagging
+        if time.monotonic() - reported >= 5:
+            progress(f"{len(lagging)} under-replicated partition(s): {', '.join(lagging[:5])}")
+            reported = time.monotonic()
+        time.sleep(0.5)
+    return []
 
 
 def leader_of(config: Mapping[str, str], topic: str, partition: int, timeout: float = 10.0) -> int:

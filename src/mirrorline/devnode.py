@@ -18,14 +18,22 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mirrorline.devbroker import HOST, Layout
 from mirrorline.process import pid_alive, port_accepts, tail
 
-__all__ = ["DevNode", "NodeError", "is_running", "nodes_of", "stop_processes", "startup_failure"]
+__all__ = [
+    "DevNode",
+    "NodeError",
+    "check_ports_free",
+    "is_running",
+    "nodes_of",
+    "startup_failure",
+    "stop_processes",
+]
 
 
 class NodeError(RuntimeError):
@@ -111,6 +119,14 @@ def stop_processes(
                         "connections after it stopped"
                     )
                 time.sleep(0.1)
+
+
+def check_ports_free(nodes: Iterable[DevNode]) -> None:
+    """Raise NodeError naming the first port of `nodes` another process has taken."""
+    for node in nodes:
+        for port in (node.port, node.controller_port):
+            if port_accepts(port):
+                raise NodeError(f"port {port} of node {node.id} is taken by another process")
 
 
 def startup_failure(alias: str, node: DevNode, what: str) -> NodeError:

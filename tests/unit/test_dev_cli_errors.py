@@ -27,6 +27,7 @@ def directory(tmp_path):
         (["stop", "east", "--broker", "4"], 1, "has nodes 1 to 3; there is no node 4"),
         (["stop", "east", "--broker", "2"], 1, "node 2 of east is already stopped"),
         (["start", "nowhere", "--broker", "1"], 1, "no dev cluster named 'nowhere'"),
+        (["start", "east"], 1, "already running"),
         (["restart", "east", "--broker", "0"], 1, "there is no node 0"),
         (["restart", "east"], 2, "Missing option '--broker'"),
         (["stop", "--broker", "1"], 2, "Missing argument"),

@@ -66,6 +66,7 @@ def test_broker_settings_fit_a_single_node():
     for key in REPLICATION_KEYS + MIN_ISR_KEYS:
         assert settings[key] == "1", key
     assert settings["auto.create.topics.enable"] == "false"
+    assert "broker.session.timeout.ms" not in settings  # Kafka's default, as before
 
 
 @pytest.mark.parametrize("nodes, factor, min_isr", [(2, "2", "1"), (3, "3", "2"), (5, "3", "2")])
@@ -84,6 +85,7 @@ def test_several_nodes_are_all_voters_with_own_ports_and_replicated_topics(nodes
         assert settings["log.dirs"] == f"/tmp/x/east/node-{node}/data"
         assert {settings[k] for k in REPLICATION_KEYS} == {factor}
         assert {settings[k] for k in MIN_ISR_KEYS} == {min_isr}
+        assert settings["broker.session.timeout.ms"] == "4000"
 
 
 def test_layout_survives_its_file():

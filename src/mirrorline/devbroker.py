@@ -1,70 +1,151 @@
-"""One dev cluster's broker: its directory layout, settings and command lines.
+"""One dev cluster's nodes: their directory layout, settings and command lines.
 
-A dev cluster is a single KRaft node (broker and controller in one JVM) whose
-internal topics have one replica, so that transactions, consumer groups and
-compaction work on one node, and whose retention and compaction act within
-seconds, so that tests can watch them. `DevClusters` (in `devcluster`) starts,
-finds and stops them; this module only says what to run and with which files.
+A dev cluster is N KRaft nodes on loopback (one by default), each a JVM running
+broker and controller (``process.roles=broker,controller``) with node id 1..N,
+its own client and controller port and its own directory ``<alias>/node-<id>/``
+(``server.properties``, ``data/``, ``logs/server.log``, ``broker.out``). All N
+nodes are voters of the metadata quorum (``controller.quorum.voters``), so any
+node may be the active controller and a majority must be up.
+
+Replication follows the size, the way production clusters are set up:
+
+- one node: every topic, internal ones included, has one replica (transactions,
+  consumer groups and compaction work on one node);
+- two nodes: two replicas, one of them enough to write (``min.insync.replicas=1``);
+- three or more: three replicas and ``min.insync.replicas=2``, so one node may be
+  down while producers with ``acks=all`` keep writing.
+
+Retention and compaction act within seconds, so that tests can watch them.
+`DevClusters` (in `devcluster`) starts, finds and stops clusters; this module only
+says what to run and with which files.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from mirrorline.certificates import write_private
 from mirrorline.devsecurity import DevSecurity
 from mirrorline.process import dying_with_parent
 
 BROKER_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+HOST = "127.0.0.1"
+LAYOUT_FILE = "layout.json"  # in each cluster's directory: how to start it again
 
-__all__ = ["Layout", "format_command", "launch", "new_cluster_id", "server_properties"]
+__all__ = [
+    "Layout",
+    "NodePorts",
+    "format_command",
+    "launch",
+    "new_cluster_id",
+    "read_layout",
+    "replication_settings",
+    "run_all",
+    "server_properties",
+    "write_files",
+]
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """One node's id and its two ports (client, controller)."""
+
+    id: int
+    port: int
+    controller_port: int
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
 
 
 @dataclass(frozen=True)
 class Layout:
-    """A cluster's directory and ports before its process exists."""
+    """A cluster's directory and its nodes' ports before any process exists."""
 
     alias: str
-    bootstrap_servers: str
-    controller_port: int
     cluster_id: str
     directory: str
+    nodes: tuple[NodePorts, ...]
     security: str = "plaintext"
 
     @property
-    def port(self) -> int:
-        return int(self.bootstrap_servers.rsplit(":", 1)[1])
+    def bootstrap_servers(self) -> str:
+        return ",".join(node.address for node in self.nodes)
+
+    def node_directory(self, node_id: int) -> Path:
+        return Path(self.directory) / f"node-{node_id}"
+
+    def node(self, node_id: int) -> NodePorts:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(node_id)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Layout:
+        fields: dict[str, Any] = json.loads(text)
+        nodes = tuple(NodePorts(**node) for node in fields.pop("nodes"))
+        return cls(nodes=nodes, **fields)
 
 
-def server_properties(layout: Layout) -> dict[str, str]:
-    home = Path(layout.directory)
+def replication_settings(brokers: int) -> dict[str, str]:
+    """Replication factors and minimum ISRs of a cluster of `brokers` nodes (see the module)."""
+    factor = str(min(brokers, 3))
+    min_isr = "2" if brokers >= 3 else "1"
+    return {
+        "offsets.topic.replication.factor": factor,
+        "transaction.state.log.replication.factor": factor,
+        "transaction.state.log.min.isr": min_isr,
+        "share.coordinator.state.topic.replication.factor": factor,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        "default.replication.factor": factor,
+        "min.insync.replicas": min_isr,
+    }
+
+
+def _liveness_settings(nodes: int) -> dict[str, str]:
+    """With several nodes, a node that stops heartbeating is fenced after 4 s instead of 9 s.
+
+    A node stopped while it was the active controller leaves its registration to
+    expire by this timeout, and starting it again waits for that; killed nodes are
+    noticed as soon, so outage tests see failover within seconds.
+    """
+    if nodes == 1:
+        return {}
+    return {"broker.heartbeat.interval.ms": "1000", "broker.session.timeout.ms": "4000"}
+
+
+def server_properties(layout: Layout, node_id: int) -> dict[str, str]:
+    node = layout.node(node_id)
+    voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in layout.nodes)
     settings = {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{layout.controller_port}",
+        "node.id": str(node.id),
+        "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
-        "listeners": f"PLAINTEXT://{layout.bootstrap_servers},"
-        f"CONTROLLER://127.0.0.1:{layout.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{layout.bootstrap_servers}",
+        "listeners": f"PLAINTEXT://{node.address},CONTROLLER://{HOST}:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{node.address}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(home / "data"),
-        # One node: every internal topic must live with replication factor 1.
-        "offsets.topic.replication.factor": "1",
+        "log.dirs": str(layout.node_directory(node_id) / "data"),
         "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
         "transaction.state.log.num.partitions": "10",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
         "num.partitions": "1",
-        "default.replication.factor": "1",
-        "min.insync.replicas": "1",
+        **replication_settings(len(layout.nodes)),
+        **_liveness_settings(len(layout.nodes)),
         # Mirrorline creates the topics it writes; auto-creation would hide mistakes.
         "auto.create.topics.enable": "false",
         "group.initial.rebalance.delay.ms": "0",
@@ -76,6 +157,24 @@ def server_properties(layout: Layout) -> dict[str, str]:
         "file.delete.delay.ms": "1000",
     }
     return settings
+
+
+def write_files(layout: Layout, extra: Callable[[NodePorts], dict[str, str]]) -> None:
+    """Write each node's ``server.properties`` (with `extra` settings) and ``layout.json``."""
+    for node in layout.nodes:
+        home = layout.node_directory(node.id)
+        (home / "logs").mkdir(parents=True)
+        settings = {**server_properties(layout, node.id), **extra(node)}
+        # Owner-only: a secured node's file holds the admin user's login.
+        write_private(
+            home / "server.properties", "".join(f"{k}={v}\n" for k, v in settings.items())
+        )
+    (Path(layout.directory) / LAYOUT_FILE).write_text(layout.to_json())
+
+
+def read_layout(directory: Path) -> Layout:
+    """The layout `write_files` wrote in a cluster's directory."""
+    return Layout.from_json((directory / LAYOUT_FILE).read_text())
 
 
 def new_cluster_id() -> str:
@@ -94,7 +193,7 @@ def _log_config() -> Path:
     return Path(str(resources.files("mirrorline.resources") / "broker-log4j2.properties"))
 
 
-def java_command(java: str, classpath: str, layout: Layout, main: str) -> list[str]:
+def java_command(java: str, classpath: str, home: Path, main: str) -> list[str]:
     return [
         java,
         "-Xms256m",
@@ -104,23 +203,25 @@ def java_command(java: str, classpath: str, layout: Layout, main: str) -> list[s
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={_log_config()}",
-        f"-Dkafka.logs.dir={Path(layout.directory) / 'logs'}",
-        # Lets `down` recognise its brokers even across process restarts.
-        f"-Dmirrorline.dev.cluster={layout.directory}",
+        f"-Dkafka.logs.dir={home / 'logs'}",
+        # Lets `down` recognise its nodes even across process restarts.
+        f"-Dmirrorline.dev.cluster={home}",
         "-cp",
         classpath,
         main,
     ]
 
 
-def format_command(java: str, classpath: str, layout: Layout, security: DevSecurity) -> list[str]:
-    config = str(Path(layout.directory) / "server.properties")
-    command = java_command(java, classpath, layout, STORAGE_TOOL_MAIN) + [
+def format_command(
+    java: str, classpath: str, layout: Layout, node_id: int, security: DevSecurity
+) -> list[str]:
+    home = layout.node_directory(node_id)
+    command = java_command(java, classpath, home, STORAGE_TOOL_MAIN) + [
         "format",
         "--cluster-id",
         layout.cluster_id,
         "--config",
-        config,
+        str(home / "server.properties"),
     ]
     if layout.security != "plaintext":
         command += security.format_arguments()
@@ -128,23 +229,43 @@ def format_command(java: str, classpath: str, layout: Layout, security: DevSecur
 
 
 def launch(
-    java: str, classpath: str, layout: Layout, die_with_parent: bool
+    java: str, classpath: str, layout: Layout, node_id: int, die_with_parent: bool
 ) -> subprocess.Popen[bytes]:
-    command = java_command(java, classpath, layout, BROKER_MAIN)
-    command.append(str(Path(layout.directory) / "server.properties"))
+    home = layout.node_directory(node_id)
+    command = java_command(java, classpath, home, BROKER_MAIN)
+    command.append(str(home / "server.properties"))
     if die_with_parent:
-        # The kernel kills the broker if this process dies, even by SIGKILL.
+        # The kernel kills the node if this process dies, even by SIGKILL.
         command = dying_with_parent(command)
-    # Appended to: a cluster started again keeps the output of its earlier run.
-    out = open(Path(layout.directory) / "broker.out", "ab")  # noqa: SIM115 - child owns it
+    # Appended to: a node started again keeps the output of its earlier run.
+    out = open(home / "broker.out", "ab")  # noqa: SIM115 - child owns it
     try:
         return subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            # Own session: a terminal's Ctrl-C reaches Mirrorline, which stops brokers in order.
+            # Own session: a terminal's Ctrl-C reaches Mirrorline, which stops nodes in order.
             start_new_session=True,
         )
     finally:
         out.close()
+
+
+def run_all(commands: list[list[str]], timeout: float) -> list[str]:
+    """Run the commands at once; the output of those that failed.
+
+    Their arguments may hold passwords and are never shown."""
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for cmd in commands
+    ]
+    failures = []
+    for proc in procs:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        if proc.returncode != 0:
+            failures.append(out.decode(errors="replace").strip())
+    return failures

@@ -1,21 +1,25 @@
-"""Real single-node Apache Kafka clusters on loopback, for trying Mirrorline and for tests.
+"""Real Apache Kafka clusters on loopback, for trying Mirrorline and for tests.
 
-Each cluster is one JVM running a KRaft broker+controller with its own directory,
-cluster id and two free ports (client and controller). Internal topics use
-replication factor 1 so that transactions, consumer groups and compaction work on
-one node. A set of clusters shares a directory holding:
+Each cluster has its own directory, cluster id and N KRaft nodes (one by default;
+`devbroker` says what each node runs and with which settings, `devnode` how its
+process is found and stopped). A set of clusters shares a directory holding:
 
-- ``clusters.json``: what is running (alias, ports, pid), read by `status` and `down`;
+- ``clusters.json``: what is running (alias, bootstrap servers, and per node its
+  id, ports, directory and pid, no pid for a node stopped on purpose), read by
+  `status`, `down` and the node commands;
 - ``clusters.properties``: a ready-to-use MM2-format file naming the clusters;
-- ``<alias>/``: the broker's config (``server.properties``, ``layout.json``), data and
-  logs (``broker.out``, ``logs/server.log``);
+- ``<alias>/layout.json``: the cluster's id and ports, to start it again;
+- ``<alias>/node-<id>/``: a node's ``server.properties``, data and logs
+  (``broker.out``, ``logs/server.log``);
 - ``security/``, for clusters started with ``security="sasl_ssl"``: their CA, users
   and broker keys (see `devsecurity`).
 
-What each broker runs and with which settings is `devbroker`'s part.
-
-`stop(alias)` and `start(alias)` take one broker away and bring it back on the
-same ports and data, as a broker outage would (for outage tests).
+Starting waits until every node accepts connections and the cluster has all its
+brokers registered. Outages: `stop(alias)` / `start(alias)` take a whole cluster
+away and bring it back on the same ports and data; `stop(alias, node)`,
+`start(alias, node)` and `restart(alias, node)` do the same to one node, as a
+broker outage would (`restart` also waits until no partition is under-replicated).
+`leader_of` and `active_controller` name the nodes worth killing next.
 
 Clusters started with ``die_with_parent=True`` (tests, the demo) are killed by the
 kernel if the Python process dies without cleaning up, so no JVM outlives it.
@@ -23,61 +27,55 @@ kernel if the Python process dies without cleaning up, so no JVM outlives it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 
-from mirrorline import jvm
-from mirrorline.certificates import write_private
-from mirrorline.devbroker import Layout, format_command, launch, new_cluster_id, server_properties
-from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
-from mirrorline.process import (
-    pid_alive,
-    port_accepts,
-    reserve_port,
-    tail,
-    terminate_child,
-    terminate_pid,
+from mirrorline import devhealth, jvm
+from mirrorline.devbroker import (
+    Layout,
+    NodePorts,
+    format_command,
+    launch,
+    new_cluster_id,
+    read_layout,
+    run_all,
+    write_files,
 )
+from mirrorline.devnode import (
+    DevNode,
+    NodeError,
+    check_ports_free,
+    is_running,
+    nodes_of,
+    startup_failure,
+    stop_processes,
+)
+from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
+from mirrorline.devstate import (
+    ClusterHealth,
+    DevCluster,
+    DevClusterError,
+    NodeHealth,
+    checked_aliases,
+    properties_text,
+    read_state,
+    write_state,
+)
+from mirrorline.process import port_accepts, reserve_port
+
+__all__ = ["DEFAULT_ALIASES", "ClusterHealth", "DevCluster", "DevClusterError", "DevClusters"]
 
 STATE_FILE = "clusters.json"
-LAYOUT_FILE = "layout.json"  # in each cluster's directory: how to start it again
 PROPERTIES_FILE = "clusters.properties"
 DEFAULT_ALIASES = ("east", "west")
 
 Progress = Callable[[str], None]
-
-
-class DevClusterError(RuntimeError):
-    """A dev cluster could not be started, found or stopped; the message says why."""
-
-
-@dataclass(frozen=True)
-class DevCluster:
-    alias: str
-    bootstrap_servers: str
-    controller_port: int
-    cluster_id: str
-    directory: str
-    pid: int
-    security: str = "plaintext"
-
-    @property
-    def port(self) -> int:
-        return int(self.bootstrap_servers.rsplit(":", 1)[1])
-
-
-@dataclass(frozen=True)
-class ClusterHealth:
-    cluster: DevCluster
-    process_alive: bool
-    reachable: bool
 
 
 class DevClusters:
@@ -85,26 +83,19 @@ class DevClusters:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).resolve()
-        # Processes this object started, so that it can reap them (no zombies).
-        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        # Processes this object started, by (alias, node id), so it can reap them (no zombies).
+        self._children: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
 
     # -- reading state ---------------------------------------------------------------
 
     def clusters(self) -> list[DevCluster]:
-        path = self.directory / STATE_FILE
-        if not path.exists():
-            return []
-        try:
-            entries = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise DevClusterError(f"cannot read {path}: {exc}") from exc
-        return [DevCluster(**entry) for entry in entries]
+        return read_state(self.directory / STATE_FILE)
 
     def get(self, alias: str) -> DevCluster:
         for cluster in self.clusters():
             if cluster.alias == alias:
                 return cluster
-        raise DevClusterError(f"no dev cluster named {alias!r} in {self.directory}")
+        raise DevClusterError(f"no dev cluster named {alias!r} running in {self.directory}")
 
     @property
     def properties_file(self) -> Path:
@@ -123,7 +114,31 @@ class DevClusters:
         return self.security.client_config(cluster.bootstrap_servers, user)
 
     def health(self) -> list[ClusterHealth]:
-        return [ClusterHealth(c, _is_our_broker(c), port_accepts(c.port)) for c in self.clusters()]
+        return [
+            ClusterHealth(
+                c, tuple(NodeHealth(n, is_running(n), port_accepts(n.port)) for n in c.nodes)
+            )
+            for c in self.clusters()
+        ]
+
+    def leader_of(self, alias: str, topic: str, partition: int) -> int:
+        """The id of the node leading `topic` partition `partition` of cluster `alias`."""
+        try:
+            leader = devhealth.leader_of(self.client_config(alias), topic, partition)
+        except LookupError as exc:
+            raise DevClusterError(f"{alias}: {exc}") from None
+        if leader < 0:
+            raise DevClusterError(f"{alias}: {topic}[{partition}] has no leader right now")
+        return leader
+
+    def active_controller(self, alias: str) -> int:
+        """The id of the node that is the active controller of cluster `alias`."""
+        cluster = self.get(alias)
+        running = [n for n in cluster.nodes if is_running(n)]
+        leader = devhealth.active_controller(running)
+        if leader is None:
+            raise DevClusterError(f"{alias}: no node knows of an active controller right now")
+        return leader
 
     # -- starting --------------------------------------------------------------------
 
@@ -131,23 +146,25 @@ class DevClusters:
         self,
         aliases: Iterable[str] = DEFAULT_ALIASES,
         *,
+        brokers: int = 1,
         die_with_parent: bool = False,
         timeout: float = 120.0,
         progress: Progress | None = None,
         security: str = "plaintext",
     ) -> list[DevCluster]:
-        """Start one cluster per alias (added to those already running here).
+        """Start one cluster of `brokers` nodes per alias (added to those running here).
 
         `security` is `plaintext` or `sasl_ssl` (see `devsecurity`).
         """
         say = progress or (lambda _msg: None)
-        wanted = _checked_aliases(aliases)
+        wanted = checked_aliases(aliases)
+        if brokers < 1:
+            raise DevClusterError(f"a cluster needs at least one broker, not {brokers}")
         if security not in SECURITY_MODES:
             raise DevClusterError(
                 f"unknown security {security!r}: choose {' or '.join(SECURITY_MODES)}"
             )
-        running = {c.alias for c in self.clusters()}
-        clash = sorted(running.intersection(wanted))
+        clash = sorted({c.alias for c in self.clusters()}.intersection(wanted))
         if clash:
             raise DevClusterError(
                 f"dev cluster(s) {', '.join(clash)} already running in {self.directory}; "
@@ -160,238 +177,247 @@ class DevClusters:
         started: list[DevCluster] = []
         try:
             with ExitStack() as ports_held:
-                ports = [reserve_port(ports_held) for _ in range(2 * len(wanted))]
+                ports = [reserve_port(ports_held) for _ in range(2 * brokers * len(wanted))]
             if security != "plaintext":
                 say("making the certificate authority, broker certificates and users")
                 self.security.ensure()
-            layouts = [
-                self._lay_out(alias, ports[2 * i], ports[2 * i + 1], security)
-                for i, alias in enumerate(wanted)
-            ]
+            layouts = []
+            for i, alias in enumerate(wanted):
+                mine = ports[2 * brokers * i : 2 * brokers * (i + 1)]
+                nodes = tuple(
+                    NodePorts(k + 1, mine[2 * k], mine[2 * k + 1]) for k in range(brokers)
+                )
+                layouts.append(self._lay_out(alias, nodes, security))
             say(f"formatting storage for {', '.join(wanted)}")
-            _run_all(
-                [format_command(java, classpath, lay, self.security) for lay in layouts],
+            failures = run_all(
+                [
+                    format_command(java, classpath, lay, n.id, self.security)
+                    for lay in layouts
+                    for n in lay.nodes
+                ],
                 timeout,
             )
+            if failures:
+                raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
             for lay in layouts:
                 say(f"starting {lay.alias} on {lay.bootstrap_servers}")
-                popen = launch(java, classpath, lay, die_with_parent)
-                self._children[lay.alias] = popen
-                started.append(_started(lay, popen.pid))
+                started.append(self._launch_all(lay, die_with_parent))
                 self._save(self.clusters() + [started[-1]])
+            deadline = time.monotonic() + timeout
             for cluster in started:
-                self._wait_ready(cluster, deadline=time.monotonic() + timeout)
+                self._wait_registered(cluster, [n.id for n in cluster.nodes], deadline)
                 say(f"{cluster.alias} ready at {cluster.bootstrap_servers}")
         except BaseException:
             # Never leave a half-started set behind (including on Ctrl-C).
-            for cluster in started:
-                self._stop(cluster)
-            self._save([c for c in self.clusters() if c not in started])
+            self._stop_nodes((c, n) for c in started for n in c.nodes)
+            self._save([c for c in self.clusters() if c.alias not in wanted])
             raise
         self._write_properties()
         return started
 
-    def _lay_out(self, alias: str, port: int, controller_port: int, security: str) -> Layout:
+    def _lay_out(self, alias: str, nodes: tuple[NodePorts, ...], security: str) -> Layout:
         home = self.directory / alias
         if home.exists():
             shutil.rmtree(home)  # a stopped cluster's leftovers: start clean
-        (home / "logs").mkdir(parents=True)
-        layout = Layout(
-            alias=alias,
-            bootstrap_servers=f"127.0.0.1:{port}",
-            controller_port=controller_port,
-            cluster_id=new_cluster_id(),
-            directory=str(home),
-            security=security,
+        layout = Layout(alias, new_cluster_id(), str(home), nodes, security)
+        secured = security != "plaintext"
+        write_files(
+            layout,
+            lambda n: (
+                self.security.server_properties(alias, n.address, n.controller_port)
+                if secured
+                else {}
+            ),
         )
-        settings = server_properties(layout)
-        if security != "plaintext":
-            settings.update(
-                self.security.server_properties(alias, layout.bootstrap_servers, controller_port)
-            )
-        # Owner-only: a secured broker's file holds the admin user's login.
-        write_private(
-            home / "server.properties", "".join(f"{k}={v}\n" for k, v in settings.items())
-        )
-        (home / LAYOUT_FILE).write_text(json.dumps(asdict(layout), indent=2))
         return layout
 
     def _read_layout(self, alias: str) -> Layout:
-        path = self.directory / alias / LAYOUT_FILE
         try:
-            return Layout(**json.loads(path.read_text()))
+            return read_layout(self.directory / alias)
         except FileNotFoundError:
             raise DevClusterError(
                 f"no stopped dev cluster named {alias!r} in {self.directory}"
             ) from None
-        except (OSError, ValueError, TypeError) as exc:
-            raise DevClusterError(f"cannot read {path}: {exc}") from exc
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise DevClusterError(f"cannot read the layout of {alias}: {exc}") from exc
 
-    def _wait_ready(self, cluster: DevCluster, deadline: float) -> None:
-        from confluent_kafka.admin import AdminClient
+    def _launch_all(self, layout: Layout, die_with_parent: bool) -> DevCluster:
+        java, classpath = jvm.java_executable(), jvm.classpath("kafka")
+        nodes = []
+        for node in nodes_of(layout):
+            popen = launch(java, classpath, layout, node.id, die_with_parent)
+            self._children[(layout.alias, node.id)] = popen
+            nodes.append(node.started(popen.pid))
+        return DevCluster(
+            layout.alias, layout.cluster_id, layout.directory, tuple(nodes), layout.security
+        )
 
-        admin = None
+    def _wait_registered(self, cluster: DevCluster, ids: list[int], deadline: float) -> None:
+        """Wait until nodes `ids` accept connections and are registered brokers.
+
+        The running nodes are asked, if there are any: a starting node accepts
+        connections before it serves requests, which would then wait for it.
+        """
+        others = tuple(n for n in cluster.nodes if n.id not in ids and n.pid is not None)
+        config = self.client_config(replace(cluster, nodes=others) if others else cluster)
+        missing = list(ids)
         while True:
-            popen = self._children.get(cluster.alias)
-            if popen is not None and popen.poll() is not None:
-                raise DevClusterError(
-                    f"broker {cluster.alias} exited with code {popen.returncode} while "
-                    f"starting; its output:\n{tail(Path(cluster.directory) / 'broker.out')}"
-                )
-            # Ask Kafka only once the port is open: librdkafka logs every refused connect.
-            if admin is None and port_accepts(cluster.port):
-                admin = AdminClient(dict(self.client_config(cluster)))
-            if admin is not None:
-                try:
-                    metadata = admin.list_topics(timeout=2)
-                    if metadata.brokers and metadata.controller_id >= 0:
-                        return
-                except Exception:  # noqa: BLE001 - not ready yet; the deadline decides
-                    pass
+            for node_id in ids:
+                node = cluster.node(node_id)
+                popen = self._children.get((cluster.alias, node_id))
+                code = popen.poll() if popen is not None else None
+                if code is not None or (popen is None and not is_running(node)):
+                    how = f"exited with code {code}" if code is not None else "is not running"
+                    raise DevClusterError(str(startup_failure(cluster.alias, node, how)))
+            # Ask Kafka only once the ports are open: librdkafka logs every refused connect.
+            if all(port_accepts(cluster.node(i).port) for i in ids):
+                registered = devhealth.registered_brokers(config)
+                missing = [i for i in ids if i not in registered]
+                if not missing:
+                    return
             if time.monotonic() > deadline:
+                node = cluster.node(missing[0] if missing else ids[0])
                 raise DevClusterError(
-                    f"broker {cluster.alias} did not accept requests on "
-                    f"{cluster.bootstrap_servers} in time; see {cluster.directory}/logs/server.log"
+                    str(startup_failure(cluster.alias, node, "did not register in time"))
                 )
             time.sleep(0.2)
 
     # -- stopping --------------------------------------------------------------------
 
     def down(self, *, progress: Progress | None = None, timeout: float = 30.0) -> list[DevCluster]:
-        """Stop every cluster in this directory and wait until its port is free."""
+        """Stop every node of every cluster here, all at once, and wait until their ports
+        are free (one by one, each cluster's last node would wait for its lost quorum)."""
         say = progress or (lambda _msg: None)
-        stopped = []
-        for cluster in self.clusters():
-            say(f"stopping {cluster.alias} (pid {cluster.pid})")
-            self._stop(cluster, timeout=timeout)
-            stopped.append(cluster)
+        clusters = self.clusters()
+        for cluster in clusters:
+            pids = ", ".join(str(n.pid) for n in cluster.nodes if n.pid is not None)
+            say(f"stopping {cluster.alias} (pid {pids or 'none'})")
+        self._stop_nodes(((c, n) for c in clusters for n in c.nodes), timeout)
         if (self.directory / STATE_FILE).exists():
             (self.directory / STATE_FILE).unlink()
-        return stopped
+        return clusters
 
-    def stop(self, alias: str, *, timeout: float = 30.0) -> None:
-        """Stop one cluster (for outage tests); the others keep running.
+    def stop(self, alias: str, node: int | None = None, *, timeout: float = 30.0) -> None:
+        """Stop cluster `alias`, or only its node `node`; the others keep running.
 
-        Its directory stays, so `start(alias)` brings it back with its data.
+        Directories stay, so `start` brings the cluster or node back with its data.
         """
         cluster = self.get(alias)
-        self._stop(cluster, timeout=timeout)
-        self._save([c for c in self.clusters() if c.alias != alias])
+        if node is None:
+            self._stop_nodes(((cluster, n) for n in cluster.nodes), timeout)
+            self._save([c for c in self.clusters() if c.alias != alias])
+            return
+        target = cluster.node(node)
+        if target.pid is None:
+            raise DevClusterError(f"node {node} of {alias} is already stopped")
+        self._stop_nodes([(cluster, target)], timeout)
+        self._replace(cluster.with_node(target.stopped()))
 
     def start(
-        self, alias: str, *, die_with_parent: bool = False, timeout: float = 120.0
+        self,
+        alias: str,
+        node: int | None = None,
+        *,
+        die_with_parent: bool = False,
+        timeout: float = 120.0,
     ) -> DevCluster:
-        """Start a stopped cluster again: same ports, cluster id and data (the end of an outage).
+        """Start a stopped cluster, or a stopped node of a running one, again: same ports,
+        cluster id and data (the end of an outage); wait until it is registered.
 
-        Fails if the cluster is running, was never laid out here, or another
-        process took one of its ports in the meantime.
+        Fails if it is running, was never laid out here, or another process took
+        one of its ports in the meantime.
         """
-        if any(c.alias == alias for c in self.clusters()):
-            raise DevClusterError(f"dev cluster {alias!r} is already running in {self.directory}")
-        layout = self._read_layout(alias)
-        for port in (layout.port, layout.controller_port):
-            if port_accepts(port):
+        if node is None:
+            if any(c.alias == alias for c in self.clusters()):
                 raise DevClusterError(
-                    f"cannot start {alias} again: port {port} is taken by another process"
+                    f"dev cluster {alias!r} is already running in {self.directory} "
+                    "(a stopped node of it starts with --broker N)"
                 )
-        popen = launch(jvm.java_executable(), jvm.classpath("kafka"), layout, die_with_parent)
-        self._children[alias] = popen
-        cluster = _started(layout, popen.pid)
-        self._save(self.clusters() + [cluster])
+            layout = self._read_layout(alias)
+            self._ports_free(alias, nodes_of(layout))
+            cluster = self._launch_all(layout, die_with_parent)
+            self._save(self.clusters() + [cluster])
+            wanted = [n.id for n in cluster.nodes]
+        else:
+            cluster = self.get(alias)
+            target = cluster.node(node)
+            if target.pid is not None and is_running(target):
+                raise DevClusterError(f"node {node} of {alias} is already running")
+            self._ports_free(alias, [target])
+            layout = self._read_layout(alias)
+            popen = launch(
+                jvm.java_executable(), jvm.classpath("kafka"), layout, node, die_with_parent
+            )
+            self._children[(alias, node)] = popen
+            cluster = cluster.with_node(target.started(popen.pid))
+            self._replace(cluster)
+            wanted = [node]
         try:
-            self._wait_ready(cluster, deadline=time.monotonic() + timeout)
+            self._wait_registered(cluster, wanted, time.monotonic() + timeout)
         except BaseException:
-            self._stop(cluster)
-            self._save([c for c in self.clusters() if c.alias != alias])
+            self._stop_nodes((cluster, cluster.node(i)) for i in wanted)
+            if node is None:
+                self._save([c for c in self.clusters() if c.alias != alias])
+            else:
+                self._replace(cluster.with_node(cluster.node(node).stopped()))
             raise
         return cluster
 
-    def _stop(self, cluster: DevCluster, timeout: float = 30.0) -> None:
-        popen = self._children.pop(cluster.alias, None)
-        if popen is not None:
-            terminate_child(popen, timeout)
-        elif _is_our_broker(cluster):
-            terminate_pid(cluster.pid, timeout)
-        _wait_port_closed(cluster.port, time.monotonic() + timeout)
-        _wait_port_closed(cluster.controller_port, time.monotonic() + timeout)
+    def restart(
+        self,
+        alias: str,
+        node: int,
+        *,
+        die_with_parent: bool = False,
+        timeout: float = 120.0,
+        progress: Progress | None = None,
+    ) -> DevCluster:
+        """Stop node `node` of `alias`, start it again, and wait until it is registered and
+        no partition of the cluster is under-replicated (its replicas caught up)."""
+        say = progress or (lambda _msg: None)
+        deadline = time.monotonic() + timeout
+        say(f"stopping node {node} of {alias}")
+        self.stop(alias, node)
+        say(f"starting node {node} of {alias}")
+        cluster = self.start(alias, node, die_with_parent=die_with_parent, timeout=timeout)
+        say(f"node {node} of {alias} registered; waiting for its replicas to catch up")
+        lagging = devhealth.wait_in_sync(self.client_config(cluster), deadline, say)
+        if lagging:
+            raise DevClusterError(
+                f"{alias}: {len(lagging)} partition(s) still under-replicated "
+                f"{timeout:.0f} s after restarting node {node}: {', '.join(lagging[:10])}"
+            )
+        say(f"node {node} of {alias} is back; no under-replicated partitions")
+        return cluster
 
-    # -- files -----------------------------------------------------------------------
+    @staticmethod
+    def _ports_free(alias: str, nodes: Iterable[DevNode]) -> None:
+        try:
+            check_ports_free(nodes)
+        except NodeError as exc:
+            raise DevClusterError(f"cannot start {alias} again: {exc}") from None
+
+    def _stop_nodes(
+        self, nodes: Iterable[tuple[DevCluster, DevNode]], timeout: float = 30.0
+    ) -> None:
+        """Stop the given nodes together (see `devnode.stop_processes`)."""
+        targets = []
+        for cluster, node in nodes:
+            popen = self._children.pop((cluster.alias, node.id), None)
+            if popen is not None and popen.pid != node.pid:
+                popen.poll()  # reaped; the node was started again by someone else
+                popen = None
+            targets.append((node, popen))
+        try:
+            stop_processes(targets, timeout)
+        except NodeError as exc:
+            raise DevClusterError(str(exc)) from None
 
     def _save(self, clusters: list[DevCluster]) -> None:
-        path = self.directory / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([asdict(c) for c in clusters], indent=2))
-        tmp.replace(path)
+        write_state(self.directory / STATE_FILE, clusters)
+
+    def _replace(self, cluster: DevCluster) -> None:
+        self._save([cluster if c.alias == cluster.alias else c for c in self.clusters()])
 
     def _write_properties(self) -> None:
-        clusters = self.clusters()
-        lines = [
-            "# Local Mirrorline dev clusters (MirrorMaker 2 properties format).",
-            f"clusters = {', '.join(c.alias for c in clusters)}",
-        ]
-        for cluster in clusters:
-            lines.append(f"{cluster.alias}.bootstrap.servers = {cluster.bootstrap_servers}")
-            if cluster.security != "plaintext":
-                lines += self.security.mm2_properties(cluster.alias)
-        lines += [
-            "# Single-node clusters: every topic Mirrorline creates has one replica.",
-            "replication.factor = 1",
-            "checkpoints.topic.replication.factor = 1",
-            "heartbeats.topic.replication.factor = 1",
-            "offset-syncs.topic.replication.factor = 1",
-        ]
-        self.properties_file.write_text("\n".join(lines) + "\n")
-
-
-def _checked_aliases(aliases: Iterable[str]) -> list[str]:
-    wanted = [a.strip() for a in aliases if a.strip()]
-    if not wanted:
-        raise DevClusterError("no cluster aliases given")
-    for alias in wanted:
-        if not all(ch.isalnum() or ch in "-_" for ch in alias):
-            raise DevClusterError(
-                f"cluster alias {alias!r} may contain only letters, digits, '-' and '_'"
-            )
-    if len(set(wanted)) != len(wanted):
-        raise DevClusterError(f"duplicate cluster alias in {', '.join(wanted)}")
-    return wanted
-
-
-def _run_all(commands: list[list[str]], timeout: float) -> None:
-    """Run the commands at once; their arguments may hold passwords and are never shown."""
-    procs = [
-        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for cmd in commands
-    ]
-    failures = []
-    for proc in procs:
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        if proc.returncode != 0:
-            failures.append(out.decode(errors="replace").strip())
-    if failures:
-        raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
-
-
-def _is_our_broker(cluster: DevCluster) -> bool:
-    """True when pid is alive and is the broker of this cluster (not a reused pid)."""
-    if not pid_alive(cluster.pid):
-        return False
-    try:
-        cmdline = Path(f"/proc/{cluster.pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"-Dmirrorline.dev.cluster={cluster.directory}".encode() in cmdline
-
-
-def _wait_port_closed(port: int, deadline: float) -> None:
-    while port_accepts(port):
-        if time.monotonic() > deadline:
-            raise DevClusterError(f"port {port} still accepts connections after the broker stopped")
-        time.sleep(0.1)
-
-
-def _started(layout: Layout, pid: int) -> DevCluster:
-    return DevCluster(pid=pid, **asdict(layout))
+        self.properties_file.write_text(properties_text(self.clusters(), self.security))

@@ -10,14 +10,19 @@ directory shares, under ``security/``:
   signs the certificate of clusters added later;
 - ``secrets.properties`` (0600): the passwords of the two users, as a
   properties file that configurations read through ``${file:PATH:KEY}``;
-- ``<alias>-broker.pem`` (0600): each broker's key and certificate (for
-  ``localhost`` and ``127.0.0.1``, so host name verification stays on).
+- ``<alias>-broker.pem`` (0600): the key and certificate every node of cluster
+  ``alias`` presents (for ``localhost`` and ``127.0.0.1``, the address of all
+  nodes, so host name verification stays on).
 
 Users: ``admin`` is a super user (what the brokers use among themselves and
 what scripts use to set up topics and ACLs); ``mirrorline`` is the
-replication user, who has no rights until ACLs grant them. The controller
-listener stays PLAINTEXT on loopback; its principal (``User:ANONYMOUS``) is a
-super user because KRaft's controller cannot authenticate with SCRAM.
+replication user, who has no rights until ACLs grant them. In a cluster of
+several nodes the brokers replicate among themselves over the same SASL_SSL
+listener clients use, logged in as ``admin`` (one listener to secure, and the
+inter-broker traffic is checked the way clients' is). The controller listener
+(the metadata quorum and brokers' registrations) stays PLAINTEXT on loopback;
+its principal (``User:ANONYMOUS``) is a super user because KRaft's controller
+cannot authenticate with SCRAM.
 """
 
 from __future__ import annotations

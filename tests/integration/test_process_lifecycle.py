@@ -58,9 +58,9 @@ def test_dev_up_then_down_leaves_no_java_process_and_no_port(tmp_path):
     status = _run("dev", "status", "--dir", str(directory), "--json")
     assert status.returncode == 0, status.stderr
     clusters = json.loads(status.stdout)
-    ports = [int(c["bootstrap_servers"].rsplit(":", 1)[1]) for c in clusters]
-    ports += [c["controller_port"] for c in clusters]
-    assert all(c["process_alive"] and c["reachable"] for c in clusters)
+    nodes = [n for c in clusters for n in c["nodes"]]
+    ports = [n["port"] for n in nodes] + [n["controller_port"] for n in nodes]
+    assert len(nodes) == 2 and all(n["process_alive"] and n["reachable"] for n in nodes)
     assert len(_java_processes_using(directory)) == 2
     assert all(_listening(p) for p in ports)
 

@@ -1,13 +1,15 @@
 """Replication over SASL_SSL clusters with the authorizer on, as the replication user with
 only the ACLs `mirrorline acls` documents: records, exact checkpoints, group offset sync,
-topic ACL sync, a missing ACL named in the status, JKS stores, and the service."""
+topic ACL sync, a missing ACL named in the status, JKS stores, and the service (exactly-once
+between clusters of three nodes)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from confluent_kafka.admin import AclOperation
+import pytest
+from confluent_kafka.admin import AclOperation, AdminClient
 
 from mirrorline import jvm
 from mirrorline.devcluster import DevClusters
@@ -113,10 +115,18 @@ def test_least_privilege_replication_checkpoints_group_sync_and_acl_sync(
     assert sorted(r.value for r in replicated) == sorted(b"v%d" % i for i in range(RECORDS))
 
 
-def test_exactly_once_with_jks_stores_and_the_service(
-    secured_clusters: DevClusters, spark, tmp_path
-):
-    dev = secured_clusters
+@pytest.fixture
+def secured_trios(tmp_path):
+    """east and west of three nodes each, secured like `secured_clusters`: transactions go
+    to replicated transaction logs, records to topics with three replicas."""
+    dev = DevClusters(tmp_path / "trios")
+    dev.up(("east", "west"), brokers=3, die_with_parent=True, security="sasl_ssl")
+    yield dev
+    dev.down()
+
+
+def test_exactly_once_with_jks_stores_and_the_service(secured_trios: DevClusters, spark, tmp_path):
+    dev = secured_trios
     east, west = dev.client_config("east"), dev.client_config("west")
     truststore = _jks_truststore(dev.security.ca_file, tmp_path, "store-secret")
     (tmp_path / "stores.properties").write_text("truststore.password=store-secret\n")
@@ -138,7 +148,7 @@ def test_exactly_once_with_jks_stores_and_the_service(
     )
     assert "ssl.truststore.location = " + str(truststore) in config.read_text()
     grant_documented(dev, config)
-    create_topic(east, topic, 3)
+    create_topic(east, topic, 3, replication_factor=-1)  # three replicas, min ISR 2
     produce(east, topic, [Record(None, b"p%d" % i, partition=i % 3) for i in range(RECORDS)])
 
     with running_driver(config, spark, tmp_path / "work"):
@@ -152,18 +162,25 @@ def test_exactly_once_with_jks_stores_and_the_service(
             )
     assert sorted(r.value for r in replicated) == sorted(b"p%d" % i for i in range(RECORDS))
     assert [f["source"] + "->" + f["target"] for f in flows] == ["east->west"]
+    copies = AdminClient(west).list_topics(remote, timeout=10).topics[remote].partitions
+    assert [len(p.replicas) for p in copies.values()] == [3, 3, 3]
 
 
-def _log_size(dev: DevClusters, alias: str) -> int:
-    return (Path(dev.get(alias).directory) / "logs" / "server.log").stat().st_size
+def _log_size(dev: DevClusters, alias: str) -> dict[int, int]:
+    """The size of each node's log of cluster `alias`, by node id."""
+    return {n.id: n.server_log.stat().st_size for n in dev.get(alias).nodes}
 
 
-def _denials(dev: DevClusters, alias: str, since: int) -> list[str]:
-    """Authorizer denials of the replication user logged by `alias` after byte `since`."""
-    with open(Path(dev.get(alias).directory) / "logs" / "server.log", "rb") as log:
-        log.seek(since)
-        text = log.read().decode(errors="replace")
-    return [line for line in text.splitlines() if f"{PRINCIPAL} is Denied" in line]
+def _denials(dev: DevClusters, alias: str, since: dict[int, int]) -> list[str]:
+    """Authorizer denials of the replication user logged by the nodes of `alias` after
+    `since` (bytes by node id)."""
+    denied = []
+    for node in dev.get(alias).nodes:
+        with open(node.server_log, "rb") as log:
+            log.seek(since[node.id])
+            text = log.read().decode(errors="replace")
+        denied += [line for line in text.splitlines() if f"{PRINCIPAL} is Denied" in line]
+    return denied
 
 
 def _translated(west, group: str, remote: str) -> dict[int, int]:

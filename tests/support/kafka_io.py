@@ -97,13 +97,15 @@ def create_topic(
     partitions: int = 1,
     config: Mapping[str, str] | None = None,
     timeout: float = 30,
+    replication_factor: int = 1,
 ) -> None:
-    """Create a new topic (replication factor 1) and wait until every partition has a leader."""
+    """Create a new topic (replication factor 1 unless told; -1: the broker's default) and
+    wait until every partition has a leader."""
     created = ensure_topic(
         admin(bootstrap),
         name,
         partitions=partitions,
-        replication_factor=1,
+        replication_factor=replication_factor,
         config=config,
         timeout=timeout,
     )

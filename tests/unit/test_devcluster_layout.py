@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from mirrorline.devbroker import Layout, new_cluster_id, server_properties
-from mirrorline.devcluster import DevClusterError, _checked_aliases
+from mirrorline.devbroker import Layout, NodePorts, new_cluster_id, server_properties
 from mirrorline.devsecurity import DevSecurity
+from mirrorline.devstate import DevClusterError, checked_aliases
 from mirrorline.engine.session import _artifact_name
 
 
@@ -32,27 +32,65 @@ def test_cluster_ids_are_kafka_uuids():
 )
 def test_bad_aliases_are_refused(aliases, problem):
     with pytest.raises(DevClusterError, match=problem):
-        _checked_aliases(aliases)
+        checked_aliases(aliases)
 
 
 def test_aliases_are_trimmed():
-    assert _checked_aliases([" east", "west ", ""]) == ["east", "west"]
+    assert checked_aliases([" east", "west ", ""]) == ["east", "west"]
+
+
+def _layout(nodes: int) -> Layout:
+    ports = tuple(NodePorts(i, 19090 + 2 * i, 19091 + 2 * i) for i in range(1, nodes + 1))
+    return Layout("east", "id", "/tmp/x/east", ports)
+
+
+REPLICATION_KEYS = (
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "share.coordinator.state.topic.replication.factor",
+    "default.replication.factor",
+)
+MIN_ISR_KEYS = (
+    "transaction.state.log.min.isr",
+    "share.coordinator.state.topic.min.isr",
+    "min.insync.replicas",
+)
 
 
 def test_broker_settings_fit_a_single_node():
-    layout = Layout("east", "127.0.0.1:19092", 19093, "id", "/tmp/x/east")
-    settings = server_properties(layout)
+    settings = server_properties(_layout(1), 1)
+    assert settings["node.id"] == "1"
     assert settings["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
     assert settings["controller.quorum.voters"] == "1@127.0.0.1:19093"
-    assert settings["log.dirs"] == "/tmp/x/east/data"
-    for key in (
-        "offsets.topic.replication.factor",
-        "transaction.state.log.replication.factor",
-        "transaction.state.log.min.isr",
-        "default.replication.factor",
-    ):
+    assert settings["log.dirs"] == "/tmp/x/east/node-1/data"
+    for key in REPLICATION_KEYS + MIN_ISR_KEYS:
         assert settings[key] == "1", key
     assert settings["auto.create.topics.enable"] == "false"
+    assert "broker.session.timeout.ms" not in settings  # Kafka's default, as before
+
+
+@pytest.mark.parametrize("nodes, factor, min_isr", [(2, "2", "1"), (3, "3", "2"), (5, "3", "2")])
+def test_several_nodes_are_all_voters_with_own_ports_and_replicated_topics(nodes, factor, min_isr):
+    layout = _layout(nodes)
+    assert layout.bootstrap_servers == ",".join(
+        f"127.0.0.1:{19090 + 2 * i}" for i in range(1, nodes + 1)
+    )
+    voters = ",".join(f"{i}@127.0.0.1:{19091 + 2 * i}" for i in range(1, nodes + 1))
+    for node in range(1, nodes + 1):
+        settings = server_properties(layout, node)
+        assert settings["process.roles"] == "broker,controller"
+        assert settings["node.id"] == str(node)
+        assert settings["controller.quorum.voters"] == voters
+        assert settings["advertised.listeners"] == f"PLAINTEXT://127.0.0.1:{19090 + 2 * node}"
+        assert settings["log.dirs"] == f"/tmp/x/east/node-{node}/data"
+        assert {settings[k] for k in REPLICATION_KEYS} == {factor}
+        assert {settings[k] for k in MIN_ISR_KEYS} == {min_isr}
+        assert settings["broker.session.timeout.ms"] == "4000"
+
+
+def test_layout_survives_its_file():
+    layout = _layout(3)
+    assert Layout.from_json(layout.to_json()) == layout
 
 
 @pytest.mark.parametrize(

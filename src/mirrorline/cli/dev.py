@@ -1,4 +1,5 @@
-"""`mirrorline dev up / status / down`: real local Kafka clusters for trying things out."""
+"""`mirrorline dev up / status / down / stop / start / restart`: real local Kafka clusters
+for trying things out, and outages of whole clusters or single nodes."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mirrorline.devcluster import DEFAULT_ALIASES, DevClusterError, DevClusters
+from mirrorline.devcluster import DEFAULT_ALIASES, ClusterHealth, DevClusterError, DevClusters
 from mirrorline.jvm import JvmSetupError
 
 dev_app = typer.Typer(
-    help="Start, inspect and stop local single-node Apache Kafka clusters (KRaft, loopback).",
+    help="Start, inspect and stop local Apache Kafka clusters (KRaft, loopback), "
+    "and take clusters or single nodes away and back.",
     no_args_is_help=True,
 )
 out = Console()
@@ -45,6 +47,12 @@ def up(
         help="plaintext, or sasl_ssl: SCRAM-SHA-512 over TLS with the authorizer on, "
         "an admin user and a replication user (passwords in DIR/security/secrets.properties).",
     ),
+    brokers: int = typer.Option(
+        1,
+        "--brokers",
+        help="Nodes per cluster (each broker and controller). 3 or more: topics get 3 "
+        "replicas and min.insync.replicas=2; 2: 2 replicas; 1: one replica.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Start one Kafka cluster per alias and write a properties file naming them.
@@ -55,7 +63,9 @@ def up(
     dev = DevClusters(directory)
     progress = None if as_json else (lambda msg: err.print(f"[dim]{msg}[/dim]"))
     try:
-        started = dev.up(clusters.split(","), progress=progress, security=security.lower())
+        started = dev.up(
+            clusters.split(","), brokers=brokers, progress=progress, security=security.lower()
+        )
     except (DevClusterError, JvmSetupError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -87,49 +97,56 @@ def up(
 
 @dev_app.command("status")
 def status(directory: Path = DirOption, as_json: bool = JsonOption) -> None:
-    """Show the clusters in DIR; exit code 1 unless all of them are up and reachable."""
+    """Show the clusters in DIR and their nodes; exit code 1 unless every node is up."""
     try:
         health = DevClusters(directory).health()
     except DevClusterError as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        typer.echo(
-            json.dumps(
-                [
-                    {
-                        "alias": h.cluster.alias,
-                        "bootstrap_servers": h.cluster.bootstrap_servers,
-                        "controller_port": h.cluster.controller_port,
-                        "cluster_id": h.cluster.cluster_id,
-                        "pid": h.cluster.pid,
-                        "process_alive": h.process_alive,
-                        "reachable": h.reachable,
-                        "directory": h.cluster.directory,
-                    }
-                    for h in health
-                ]
-            )
-        )
+        typer.echo(json.dumps([_status_doc(h) for h in health]))
     elif not health:
         out.print(f"no dev clusters in {directory}")
     else:
-        table = Table("alias", "bootstrap servers", "pid", "state", "directory")
+        table = Table("alias", "node", "address", "controller port", "pid", "state", "directory")
         for h in health:
-            state = (
-                "up"
-                if h.process_alive and h.reachable
-                else ("starting or unreachable" if h.process_alive else "dead")
-            )
-            table.add_row(
-                h.cluster.alias,
-                h.cluster.bootstrap_servers,
-                str(h.cluster.pid),
-                state,
-                h.cluster.directory,
-            )
+            for n in h.nodes:
+                table.add_row(
+                    h.cluster.alias,
+                    str(n.node.id),
+                    n.node.address,
+                    str(n.node.controller_port),
+                    str(n.node.pid or "-"),
+                    n.state,
+                    n.node.directory,
+                )
         out.print(table)
-    if not health or not all(h.process_alive and h.reachable for h in health):
+    if not health or not all(h.up for h in health):
         raise typer.Exit(1)
+
+
+def _status_doc(health: ClusterHealth) -> dict[str, object]:
+    cluster = health.cluster
+    return {
+        "alias": cluster.alias,
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "cluster_id": cluster.cluster_id,
+        "security": cluster.security,
+        "directory": cluster.directory,
+        "up": health.up,
+        "nodes": [
+            {
+                "id": n.node.id,
+                "port": n.node.port,
+                "controller_port": n.node.controller_port,
+                "pid": n.node.pid,
+                "state": n.state,
+                "process_alive": n.process_alive,
+                "reachable": n.reachable,
+                "directory": n.node.directory,
+            }
+            for n in health.nodes
+        ],
+    }
 
 
 @dev_app.command("down")
@@ -146,3 +163,59 @@ def down(directory: Path = DirOption, as_json: bool = JsonOption) -> None:
         out.print(f"no dev clusters in {directory}")
     else:
         out.print(f"stopped {', '.join(c.alias for c in stopped)}")
+
+
+BrokerOption = typer.Option(
+    None, "--broker", help="Only this node (1..N) of the cluster.", show_default=False
+)
+
+
+@dev_app.command("stop")
+def stop(
+    alias: str = typer.Argument(..., help="The cluster."),
+    broker: int | None = BrokerOption,
+    directory: Path = DirOption,
+) -> None:
+    """Take a cluster, or one node of it, away (a controlled shutdown); data and ports stay."""
+    try:
+        DevClusters(directory).stop(alias, broker)
+    except DevClusterError as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"stopped {_what(alias, broker)}")
+
+
+@dev_app.command("start")
+def start(
+    alias: str = typer.Argument(..., help="The cluster."),
+    broker: int | None = BrokerOption,
+    directory: Path = DirOption,
+) -> None:
+    """Start a stopped cluster, or a stopped node, again on its ports and data."""
+    try:
+        DevClusters(directory).start(alias, broker)
+    except (DevClusterError, JvmSetupError) as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"started {_what(alias, broker)}")
+
+
+@dev_app.command("restart")
+def restart(
+    alias: str = typer.Argument(..., help="The cluster."),
+    broker: int = typer.Option(..., "--broker", help="The node (1..N) to restart."),
+    directory: Path = DirOption,
+    timeout: float = typer.Option(
+        120.0, "--timeout", min=1, help="Seconds to wait for the node to be back and in sync."
+    ),
+) -> None:
+    """Stop a node, start it again, and wait until it is registered and no partition of the
+    cluster is under-replicated."""
+    say = lambda msg: err.print(f"[dim]{msg}[/dim]")  # noqa: E731
+    try:
+        DevClusters(directory).restart(alias, broker, timeout=timeout, progress=say)
+    except (DevClusterError, JvmSetupError) as exc:
+        raise _fail(str(exc)) from None
+    out.print(f"restarted {_what(alias, broker)}")
+
+
+def _what(alias: str, broker: int | None) -> str:
+    return alias if broker is None else f"node {broker} of {alias}"

@@ -1,0 +1,123 @@
+"""What a running dev cluster says about itself: its registered brokers, partition
+leaders and replicas in sync, and which node is the active controller.
+
+Brokers are asked with Kafka's admin protocol (librdkafka): DescribeCluster lists
+the brokers registered and not fenced, which is what "a node is up" means to
+clients; Metadata gives each partition's leader, replicas and in-sync replicas.
+A partition is under-replicated while it has fewer in-sync replicas than replicas.
+
+The active controller cannot be asked that way: in KRaft a broker's metadata
+answer names an arbitrary broker as "controller", and librdkafka cannot talk to
+the controller quorum. Every voter, though, keeps its view of the quorum in its
+metadata log directory (``data/__cluster_metadata-0/quorum-state``, JSON with
+``leaderId`` and ``leaderEpoch``), rewritten on every election it takes part in or
+learns of. Among the running nodes, the view with the highest epoch that names a
+leader is the current one; before any node knows of a leader there is none.
+
+The admin clients here log to a silent logger: a stopped node in the bootstrap
+list would otherwise print a refused connection every second.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorline.devnode import DevNode
+
+__all__ = [
+    "active_controller",
+    "leader_of",
+    "registered_brokers",
+    "under_replicated",
+    "wait_in_sync",
+]
+
+_quiet = logging.getLogger("mirrorline.devhealth.librdkafka")
+_quiet.addHandler(logging.NullHandler())
+_quiet.propagate = False
+
+
+def _admin(config: Mapping[str, str]) -> AdminClient:
+    settings: dict[str, Any] = {**config, "logger": _quiet}
+    return AdminClient(settings)
+
+
+def registered_brokers(config: Mapping[str, str], timeout: float = 2.0) -> set[int]:
+    """Ids of the brokers registered (and not fenced); empty if the cluster does not answer."""
+    admin = _admin(config)  # kept until the answer is in: a dropped client drops its request
+    try:
+        answer = admin.describe_cluster(request_timeout=timeout).result(timeout + 5)
+    except Exception:  # noqa: BLE001 - not answering yet is an answer here
+        return set()
+    return {node.id for node in answer.nodes}
+
+
+def under_replicated(config: Mapping[str, str], timeout: float = 10.0) -> list[str]:
+    """``topic[partition]`` of every partition with fewer in-sync replicas than replicas."""
+    metadata = _admin(config).list_topics(timeout=timeout)
+    return sorted(
+        f"{name}[{partition.id}]"
+        for name, topic in metadata.topics.items()
+        for partition in topic.partitions.values()
+        if len(partition.isrs) < len(partition.replicas)
+    )
+
+
+def wait_in_sync(
+    config: Mapping[str, str], deadline: float, progress: Callable[[str], None]
+) -> list[str]:
+    """Wait until no partition is under-replicated, saying which are every 5 s; those still
+    under-replicated at `deadline` (none: in sync)."""
+    reported = 0.0
+    while lagging := under_replicated(config):
+        if time.monotonic() > deadline:
+            return lagging
+        if time.monotonic() - reported >= 5:
+            progress(f"{len(lagging)} under-replicated partition(s): {', '.join(lagging[:5])}")
+            reported = time.monotonic()
+        time.sleep(0.5)
+    return []
+
+
+def leader_of(config: Mapping[str, str], topic: str, partition: int, timeout: float = 10.0) -> int:
+    """The node id leading `topic` partition `partition`; -1 while it has no leader.
+
+    Raises LookupError if the topic or partition does not exist.
+    """
+    metadata = _admin(config).list_topics(topic, timeout=timeout).topics.get(topic)
+    if metadata is None or metadata.error is not None:
+        reason = metadata.error.str() if metadata is not None and metadata.error else "unknown"
+        raise LookupError(f"topic {topic!r}: {reason}")
+    found = metadata.partitions.get(partition)
+    if found is None:
+        raise LookupError(f"topic {topic!r} has no partition {partition}")
+    return int(found.leader)
+
+
+def active_controller(nodes: Iterable[DevNode]) -> int | None:
+    """The id of the active controller as the running `nodes` record it; None if unknown."""
+    best: tuple[int, int] | None = None
+    for node in nodes:
+        state = _quorum_state(Path(node.directory))
+        if state is None:
+            continue
+        epoch, leader = state
+        if leader >= 0 and (best is None or epoch > best[0]):
+            best = (epoch, leader)
+    return None if best is None else best[1]
+
+
+def _quorum_state(node_directory: Path) -> tuple[int, int] | None:
+    path = node_directory / "data" / "__cluster_metadata-0" / "quorum-state"
+    try:
+        state = json.loads(path.read_text())
+        return int(state["leaderEpoch"]), int(state["leaderId"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -99,7 +99,7 @@ def _remote_count(west, topic: str) -> int:
 
 
 def _config(
-    tmp_path: Path, east, west, topic: str, group: str, extra: str = "", flush_ms: int = 5_000
+    tmp_path: Path, east, west, topic: str, group: str, mode: str, flush_ms: int = 5_000
 ) -> Path:
     """One file for both tools: MM2's Connect topics and group named for this test."""
     body = "\n".join(
@@ -114,7 +114,8 @@ def _config(
             "emit.checkpoints.interval.seconds = 1",
             "refresh.groups.interval.seconds = 1",
             f"west.offset.flush.interval.ms = {flush_ms}",  # MM2 reads it per target cluster
-            extra,
+            # A flow-level key MM2's workers do not read: it sets Mirrorline's mode only.
+            f"east->west.exactly.once.source.support = {MODES[mode]}",
         ]
     )
     return write_config(tmp_path / "mm2.properties", [east, west], body + "\n")
@@ -190,14 +191,7 @@ def test_a_stopped_mm2_is_taken_over_and_its_group_fails_over(two_clusters, spar
     topic, group = unique_name("handover"), unique_name("readers")
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
-    config = _config(
-        tmp_path,
-        east,
-        west,
-        topic,
-        group,
-        f"east->west.exactly.once.source.support = {MODES[mode]}",
-    )
+    config = _config(tmp_path, east, west, topic, group, mode)
     # A group that will have read the first 1,000 records of each partition.
     commit_offsets(east.bootstrap_servers, group, topic, dict.fromkeys(range(PARTITIONS), 1000))
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
@@ -282,15 +276,7 @@ def test_a_killed_mm2_is_taken_over(two_clusters, spark, tmp_path, caplog, mode,
     remote = f"east.{topic}"
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
     first_commit = commits == "before its first commit"
-    config = _config(
-        tmp_path,
-        east,
-        west,
-        topic,
-        group,
-        f"east->west.exactly.once.source.support = {MODES[mode]}",
-        flush_ms=600_000 if first_commit else 5_000,
-    )
+    config = _config(tmp_path, east, west, topic, group, mode, 600_000 if first_commit else 5_000)
     mm2 = Mm2Process(config, "west", tmp_path / "mm2.log")
     try:
         stream = _stream_through(east, west, topic)

@@ -1,0 +1,227 @@
+"""The two ends of a chaos run's data: a numbered stream into a source topic, a watcher on its copy.
+
+`NumberedStream` produces records whose value starts with a sequence number
+(`b"<seq>:"`, as `replica_audit` reads them) at a steady rate for as long as
+the run lasts, idempotently and with `acks=all`, and with a delivery timeout
+long enough to ride out broker restarts and outages: the source log holds each
+record once, and `acknowledged` says how many it holds.
+
+`ReplicaWatcher` reads the remote topic from its beginning in a thread of its
+own, all the time, so that it sees each record soon after it is written even
+while the run is busy restarting brokers. Per sequence number it counts the
+copies (the census: lost and duplicated records), and for the first copy of
+each record its age: the watcher's clock minus the record's timestamp, which
+is the source producer's creation time that replication keeps. Ages are kept
+per window (`window_s`) so that a long run reports a p99 per window.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from array import array
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from support.kafka_io import unique_name
+from support.replica_audit import sequence_of
+
+
+def numbered_record(seq: int, partitions: int, value_bytes: int) -> tuple[int, bytes, bytes, list]:
+    """(partition, key, value, headers) of record `seq`: the value padded to `value_bytes`."""
+    head = b"%d:" % seq
+    value = head + b"x" * max(0, value_bytes - len(head))
+    headers = [("trace", b"%d" % seq)] if seq % 4 == 0 else []
+    return seq % partitions, b"k%d" % (seq % 1000), value, headers
+
+
+class NumberedStream(threading.Thread):
+    """Numbered records into `topic` at `rate` per second until `stop()` (or `limit` records)."""
+
+    def __init__(
+        self,
+        config: dict[str, str],
+        topic: str,
+        partitions: int,
+        rate: int,
+        value_bytes: int = 64,
+        limit: int | None = None,
+    ) -> None:
+        super().__init__(name=f"stream-{topic}", daemon=True)
+        self._config = {
+            **config,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            # Through a rolling restart or an outage of the source: retry, never drop.
+            "delivery.timeout.ms": 600_000,
+        }
+        self.topic = topic
+        self._partitions = partitions
+        self._rate = rate
+        self._value_bytes = value_bytes
+        self._limit = limit
+        self._halt = threading.Event()
+        self.sent = 0
+        self.acknowledged = 0
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        producer = Producer(self._config)
+
+        def delivered(error, _msg) -> None:
+            if error is None:
+                self.acknowledged += 1
+            else:
+                self.failures.append(error.str())
+
+        began = time.monotonic()
+        try:
+            while not self._halt.is_set() and (self._limit is None or self.sent < self._limit):
+                due = int((time.monotonic() - began) * self._rate)
+                if self._limit is not None:
+                    due = min(due, self._limit)
+                while self.sent < due:
+                    partition, key, value, headers = numbered_record(
+                        self.sent, self._partitions, self._value_bytes
+                    )
+                    try:
+                        producer.produce(
+                            self.topic,
+                            value,
+                            key,
+                            partition,
+                            on_delivery=delivered,
+                            headers=headers,
+                        )
+                    except BufferError:
+                        producer.poll(0.05)
+                        continue  # the same record again
+                    self.sent += 1
+                producer.poll(0.01)  # serves delivery reports; paces the loop
+            remaining = producer.flush(600)
+            if remaining:
+                self.failures.append(f"{remaining} records unacknowledged after 600 s")
+        except Exception as exc:  # noqa: BLE001 - reported by check()
+            self.failures.append(repr(exc))
+
+    def check(self) -> None:
+        if self.failures:
+            raise AssertionError(f"producing to {self.topic} failed: {self.failures[:3]}")
+
+    def stop(self) -> None:
+        """Stop producing and wait until every record sent is acknowledged (or failed)."""
+        self._halt.set()
+        if self.ident is not None:
+            self.join(660)
+
+
+@dataclass(frozen=True)
+class Census:
+    """What a copy holds of a stream of `produced` numbered records."""
+
+    produced: int
+    copies: int  # records read from the copy, duplicates included
+    lost: int  # sequence numbers below `produced` never read
+    duplicated: int  # copies beyond the first
+
+
+class ReplicaWatcher(threading.Thread):
+    """Reads a remote topic from its beginning until `stop()`; counts copies and ages."""
+
+    def __init__(
+        self,
+        config: dict[str, str],
+        topic: str,
+        partitions: int,
+        isolation_level: str,
+        window_s: float = 60.0,
+    ) -> None:
+        super().__init__(name=f"watch-{topic}", daemon=True)
+        self.topic = topic
+        self._partitions = partitions
+        self._window_s = window_s
+        self._consumer_config = {
+            **config,
+            "group.id": unique_name("chaos-watch"),
+            "enable.auto.commit": False,
+            "isolation.level": isolation_level,
+        }
+        self._halt = threading.Event()
+        self._copies = bytearray()  # by sequence number: copies read, at most 255
+        self.copies = 0
+        self.distinct = 0
+        self.max_age_ms = 0
+        self.began = time.time()
+        self.ages: dict[int, array] = {}  # window index -> ages (ms) of first copies
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        consumer = Consumer(self._consumer_config)
+        try:
+            while not self._halt.is_set() and not self._assign(consumer):
+                self._halt.wait(0.5)
+            while not self._halt.is_set():
+                for msg in consumer.consume(5_000, timeout=0.2):
+                    self._take(msg)
+        except Exception as exc:  # noqa: BLE001 - reported by check()
+            self.errors.append(repr(exc))
+        finally:
+            consumer.close()
+
+    def _assign(self, consumer: Consumer) -> bool:
+        meta = consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+        if meta is None or meta.error is not None or len(meta.partitions) < self._partitions:
+            return False
+        consumer.assign(
+            [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self._partitions)]
+        )
+        return True
+
+    def _take(self, msg) -> None:
+        error = msg.error()
+        if error is not None:
+            # Brokers restarting or away, metadata still spreading after the topic was
+            # created: transient to a consumer, which retries. The census tells losses.
+            if error.fatal():
+                self.errors.append(error.str())
+            return
+        seq = sequence_of(msg.value())
+        if seq < 0:
+            return
+        now_ms = time.time() * 1000
+        if seq >= len(self._copies):
+            self._copies.extend(bytes(seq + 1 - len(self._copies) + 100_000))
+        self.copies += 1
+        if self._copies[seq] < 255:
+            self._copies[seq] += 1
+        if self._copies[seq] > 1:
+            return
+        self.distinct += 1
+        age = max(0, int(now_ms - msg.timestamp()[1]))
+        self.max_age_ms = max(self.max_age_ms, age)
+        window = int((now_ms / 1000 - self.began) // self._window_s)
+        self.ages.setdefault(window, array("l")).append(age)
+
+    def check(self) -> None:
+        if self.errors:
+            raise AssertionError(f"reading {self.topic} failed: {self.errors[:3]}")
+
+    def census(self, produced: int) -> Census:
+        held = self._copies[:produced]
+        lost = produced - (len(held) - held.count(0))
+        return Census(produced, self.copies, lost, self.copies - self.distinct)
+
+    def age_p99_per_window(self) -> list[tuple[int, int, int]]:
+        """(window index, records, p99 age in ms) of each window that saw a first copy."""
+        rows = []
+        for window in sorted(self.ages):
+            ages = sorted(self.ages[window])
+            rows.append((window, len(ages), ages[min(len(ages) - 1, int(len(ages) * 0.99))]))
+        return rows
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self.ident is not None:
+            self.join(30)

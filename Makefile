@@ -15,13 +15,14 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f) src/mirrorline/jar_fetch.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk chromium python jvm demo test bench chaos failover-drill screenshot lint clean
+.PHONY: help setup jdk chromium python jvm demo test bench chaos soak failover-drill screenshot lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
 	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 30 min here)"
-	@echo "make chaos  set up everything and kill the driver at random while it replicates (20+ min)"
+	@echo "make chaos  set up everything and replicate between 3-node clusters through restarts, kills and an outage (15+ min)"
+	@echo "make soak   set up everything and run the hour soak (65+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
 	@echo "make screenshot  run the demo and save the web UI's picture as docs/ui.png (4 min)"
 	@echo "make clean  stop local clusters and remove the virtualenv and caches"
@@ -74,10 +75,15 @@ BENCH_ARGS ?=
 bench: setup $(BENCH_STAMP)
 	$(BIN)/python benchmarks/replication_benchmark.py $(BENCH_ARGS)
 
-# Full scale by default; CHAOS_ARGS="--records 100000 --kills 3 --mode at-least-once" for a quick check.
+# The full schedule by default; CHAOS_ARGS="--schedule leader-kill:east,driver-kill" for a quick check.
 CHAOS_ARGS ?=
 chaos: setup
 	$(BIN)/python benchmarks/chaos.py $(CHAOS_ARGS)
+
+# 60 minutes by default; SOAK_MINUTES=20 for a shorter one. Writes benchmarks/results/soak-*.json.
+SOAK_MINUTES ?= 60
+soak: setup
+	$(BIN)/python benchmarks/chaos.py --soak $(SOAK_MINUTES)
 
 # Full scale by default; DRILL_ARGS="--records 6000 --groups 2 --no-save" for a quick check.
 DRILL_ARGS ?=

@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
-"""Chaos soak: SIGKILL Mirrorline's driver again and again while it replicates; count the damage.
+"""Chaos runs and the hour soak: replication between 3-node clusters through failures.
 
-The harness of `tests/integration/test_crash_safety.py` (`tests/support/crash_harness.py`)
-at a larger scale: by default 2,000,000 numbered records stream into a 4-partition
-topic on a local `east` cluster while `mirrorline driver` replicates them to `west`
-and is killed 20 times (with its Spark JVM and Python workers) at random moments,
-then started again. Afterwards every partition of the replica is audited against
-the source: nothing may be lost, every record must keep its key, value, headers
-and timestamp and its order; at-least-once may write re-read runs of at most two
-micro-batches per kill (the driver saves one while it writes the next),
-exactly-once nothing twice.
+The harness of `tests/integration/test_chaos.py` (`tests/support/chaos_harness.py`)
+at full length. Two local clusters of `--brokers` nodes; one Mirrorline driver
+copies a stream east->west in exactly-once mode and another west->east in
+at-least-once mode, and MirrorMaker 2 (dedicated mode, its defaults:
+at-least-once) copies a third stream east->west beside it, under the same
+schedule of events (see `--schedule`): rolling restarts, leader and controller
+SIGKILLs, an outage of a whole cluster, SIGKILLs of the replicators.
 
-Prints progress while it runs, then a summary (records, kills, duplicates, lost,
-time) that is also saved to `results/chaos-<date>-<time>.json` unless `--no-save`.
-Exit code 0 when every mode kept its guarantees, 1 otherwise.
+Per event: how long it took and how long each copy then needed to hold every
+record its source had acknowledged (time to recover). Per copy: records lost
+and duplicated (census by sequence number), the highest record age and its p99
+per window, and for Mirrorline's copies the verdict of `mirrorline verify`.
 
-Run `python benchmarks/chaos.py --help`; see benchmarks/README.md.
+`--soak MINUTES` (`make soak`: 60) is the hour soak: 2,000 records/s of 1 KiB
+per flow, one broker restarted every 10 minutes (east and west in turn), the
+driver SIGKILLed every 15, the monitoring service beside it; memory of every
+process is sampled every 30 s and judged over the last 45 minutes, record-age
+p99 per 5-minute window.
+
+Results go to `results/chaos-<date>-<time>.json` (`soak-...` for the soak)
+unless `--no-save`. Exit code 0 when Mirrorline kept its guarantees (and, for
+the soak, its memory and latency goals), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -23,160 +30,196 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import random
+import os
 import shlex
 import shutil
 import signal
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-# Soak the Mirrorline of this checkout, with the test suite's harness.
+# Run the Mirrorline of this checkout, with the test suite's harness.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from benchlib.common import SOURCE, TARGET, say  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
+from benchlib.memory_log import MemoryLog  # noqa: E402
 
 from mirrorline.devcluster import DevClusters  # noqa: E402
-from support.crash_harness import MODES, CrashReport, Scenario, run_crash_scenario  # noqa: E402
+from support.chaos_events import Event, parse_schedule  # noqa: E402
+from support.chaos_harness import ChaosPlan, ChaosReport, run_chaos  # noqa: E402
+
+DEFAULT_SCHEDULE = (
+    f"rolling-restart,leader-kill:{SOURCE},leader-kill:{TARGET},controller-kill:{SOURCE},"
+    f"controller-kill:{TARGET},outage:{TARGET}:60,driver-kill,driver-kill"
+)
+SOAK_WINDOW_S = 300.0
+SOAK_WARM_UP_S = 300.0
+SOAK_JUDGED_S = 45 * 60.0
+SOAK_RSS_GROWTH_PERCENT = 5.0
+SOAK_AGE_P99_MS = 2_000
 
 
 def parse_options(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Kill Mirrorline's driver at random moments while it replicates a stream, "
-        "then check that the target lost nothing (and, in exactly-once mode, doubled nothing).",
+        description="Replicate between multi-node dev clusters through restarts, kills and "
+        "outages; report records lost and duplicated, record age and time to recover.",
     )
     parser.add_argument(
-        "--mode",
-        choices=("at-least-once", "exactly-once", "both"),
-        default="both",
-        help="delivery guarantee to soak (%(default)s)",
+        "--schedule",
+        default=DEFAULT_SCHEDULE,
+        help="events, comma-separated: rolling-restart[:ALIAS], broker-restart:ALIAS, "
+        "leader-kill:ALIAS, controller-kill:ALIAS, outage:ALIAS:SECONDS, driver-kill "
+        "(default: %(default)s)",
+    )
+    parser.add_argument("--brokers", type=int, default=3, help="nodes per cluster (%(default)s)")
+    parser.add_argument("--partitions", type=int, default=4, help="per topic (%(default)s)")
+    parser.add_argument("--rate", type=int, help="records/s per flow (2,000; 1,000 for chaos)")
+    parser.add_argument("--value-bytes", type=int, help="record size (1,024; 64 for chaos)")
+    parser.add_argument(
+        "--max-poll-records", type=int, default=1_000, help="of Mirrorline's flows (%(default)s)"
     )
     parser.add_argument(
-        "--records", type=int, default=2_000_000, help="records to stream (%(default)s)"
-    )
-    parser.add_argument("--kills", type=int, default=20, help="driver kills per mode (%(default)s)")
-    parser.add_argument(
-        "--partitions", type=int, default=4, help="partitions of the source topic (%(default)s)"
+        "--no-mm2", action="store_true", help="without MirrorMaker 2 beside Mirrorline"
     )
     parser.add_argument(
-        "--rate", type=int, default=5_000, help="records/s while streaming (%(default)s)"
-    )
-    parser.add_argument(
-        "--max-poll-records",
-        type=int,
-        default=5_000,
-        help="max.poll.records of the flow: records per partition and micro-batch, which "
-        "bounds the re-reads of one kill in at-least-once mode (%(default)s)",
-    )
-    parser.add_argument(
-        "--max-kill-delay",
+        "--soak",
         type=float,
-        default=5.0,
-        help="longest random wait, once a started driver writes, before killing it; "
-        "seconds (%(default)s)",
+        metavar="MINUTES",
+        help="the soak: a broker restart every 10 min, a driver SIGKILL every 15, the service "
+        "beside, memory sampled; replaces --schedule",
     )
-    parser.add_argument("--seed", type=int, help="replay the random choices of an earlier run")
-    parser.add_argument(
-        "--no-save", action="store_true", help="print only; do not write results/chaos-*.json"
-    )
-    parser.add_argument(
-        "--work-dir", type=Path, help="clusters and driver logs (default: a new temporary one)"
-    )
-    parser.add_argument(
-        "--keep-work-dir", action="store_true", help="keep clusters' data and logs afterwards"
-    )
+    parser.add_argument("--no-save", action="store_true", help="do not write results/*.json")
+    parser.add_argument("--work-dir", type=Path, help="clusters and logs (default: a temp dir)")
+    parser.add_argument("--keep-work-dir", action="store_true", help="keep clusters and logs")
     args = parser.parse_args(argv)
-    for name in ("records", "partitions", "rate", "max_poll_records"):
+    soak = args.soak is not None
+    args.rate = args.rate or (2_000 if soak else 1_000)
+    args.value_bytes = args.value_bytes or (1_024 if soak else 64)
+    for name in ("brokers", "partitions", "rate", "value_bytes", "max_poll_records"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.kills < 0 or args.max_kill_delay < 0:
-        parser.error("--kills and --max-kill-delay must not be negative")
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(2**31)
+    if soak and args.soak < 1:
+        parser.error("--soak takes at least 1 minute")
+    try:
+        args.events = (
+            soak_schedule(args.soak) if soak else parse_schedule(args.schedule, (SOURCE, TARGET))
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 
-def summary_table(reports: list[CrashReport]) -> str:
-    lines = [
-        "| mode | records | kills | duplicates | most per kill (bound) | lost | time | result |",
-        "|---|---|---|---|---|---|---|---|",
+def soak_schedule(minutes: float) -> list[Event]:
+    """A broker restart every 10 minutes (the clusters in turn), a driver kill every 15."""
+    events = [
+        Event("broker-restart", (SOURCE, TARGET)[i % 2], at_s=600.0 * (i + 1))
+        for i in range(int(minutes // 10))
+        if 600.0 * (i + 1) < minutes * 60
     ]
-    for r in reports:
-        most = max(r.duplicates_per_kill, default=0)
-        result = "kept" if not r.violations() else "BROKEN"
+    events += [
+        Event("driver-kill", at_s=900.0 * (i + 1))
+        for i in range(int(minutes // 15))
+        if 900.0 * (i + 1) < minutes * 60
+    ]
+    return sorted(events, key=lambda e: e.at_s)
+
+
+def run(args: argparse.Namespace, memory: MemoryLog | None) -> ChaosReport:
+    soak = args.soak is not None
+    plan = ChaosPlan(
+        args.events,
+        partitions=args.partitions,
+        rate=args.rate,
+        value_bytes=args.value_bytes,
+        max_poll_records=args.max_poll_records,
+        mm2=not args.no_mm2 and not soak,
+        window_s=SOAK_WINDOW_S if soak else 60.0,
+        duration_s=args.soak * 60 if soak else 0.0,
+        service=soak,
+        start_timeout_s=600.0,
+    )
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="mirrorline-chaos-"))
+    work.mkdir(parents=True, exist_ok=True)
+    say(f"work directory (clusters, logs): {work}")
+    clusters = DevClusters(work / "clusters")
+    done = False
+    try:
+        clusters.up([SOURCE, TARGET], brokers=args.brokers, die_with_parent=True, progress=say)
+        if memory is not None:
+            memory.start()
+        report = run_chaos(clusters, work / "run", plan, say)
+        done = True
+    finally:
+        if memory is not None:
+            memory.stop()
+        clusters.down(progress=say)
+        if not done or args.keep_work_dir:
+            say(f"kept {work} (logs in {work}/run/logs)")
+        elif args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def tables(report: ChaosReport) -> str:
+    flows = [f.flow for f in report.flows]
+    lines = ["| event | at | took | " + " | ".join(f"recovered: {f}" for f in flows) + " |"]
+    lines.append("|---" * (3 + len(flows)) + "|")
+    for e in report.events:
+        cells = [
+            "not in time" if (s := e.recovered_s.get(f)) is None else f"{s:.1f} s" for f in flows
+        ]
+        lines.append(f"| {e.event} | {e.began_s:.0f} s | {e.seconds:.1f} s | {' | '.join(cells)} |")
+    lines += ["", "| copy | records | lost | duplicated | highest age | verify |", "|---" * 6 + "|"]
+    for f in report.flows:
+        verdict = f"{f.verdict} ({f.verify['checked']:,} checked)" if f.verify else "-"
         lines.append(
-            f"| {r.mode} | {r.records:,} | {len(r.kills)} | {r.duplicates:,} | "
-            f"{most:,} ({r.replay_bound:,}) | {r.lost:,} | {r.seconds:,.0f} s | {result} |"
+            f"| {f.flow} | {f.produced:,} | {f.lost:,} | {f.duplicated:,} | "
+            f"{f.max_age_ms / 1000:.1f} s | {verdict} |"
         )
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> list[CrashReport]:
-    modes = list(MODES.values()) if args.mode == "both" else [MODES[args.mode]]
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="mirrorline-chaos-"))
-    work.mkdir(parents=True, exist_ok=True)
-    say(f"work directory (clusters, driver logs): {work}; seed {args.seed}")
-    clusters = DevClusters(work / "clusters")
-    reports: list[CrashReport] = []
-    done = False
-    try:
-        started = clusters.up([SOURCE, TARGET], die_with_parent=True, progress=say)
-        source, target = sorted(started, key=lambda c: c.alias != SOURCE)
-        for mode in modes:
-            scenario = Scenario(
-                records=args.records,
-                partitions=args.partitions,
-                kills=args.kills,
-                rate=args.rate,
-                max_poll_records=args.max_poll_records,
-                seed=args.seed,
-                max_kill_delay_s=args.max_kill_delay,
-                # A soak may share its machine: allow slow starts and a long catch-up.
-                start_timeout_s=600.0,
-                catch_up_timeout_s=max(600.0, args.records / 1_000),
+def soak_findings(report: ChaosReport, memory: MemoryLog) -> tuple[dict, list[str]]:
+    """Memory growth and record-age p99 per window, and what misses the soak's goals."""
+    broken: list[str] = []
+    growth = memory.growth(SOAK_JUDGED_S, SOAK_WARM_UP_S)
+    for g in growth:
+        if g.percent >= SOAK_RSS_GROWTH_PERCENT and g.role != "Python workers":
+            broken.append(f"{g.role} (pid {g.pid}) grew {g.percent:.1f} % in RSS")
+    busy = set()  # windows with an event (or its recovery) in them
+    for e in report.events:
+        end = e.began_s + e.seconds + max((s or 0.0) for s in e.recovered_s.values())
+        busy.update(range(int(e.began_s // SOAK_WINDOW_S), int(end // SOAK_WINDOW_S) + 1))
+    windows = []
+    for f in report.flows:
+        for window, records, p99 in f.age_p99_ms:
+            quiet = window not in busy
+            windows.append(
+                {
+                    "flow": f.flow,
+                    "window": window,
+                    "records": records,
+                    "p99_ms": p99,
+                    "event_in_window": not quiet,
+                }
             )
-            reports.append(
-                run_crash_scenario(source, target, work / mode.name, mode, scenario, say)
-            )
-        done = True
-    finally:
-        clusters.down(progress=say)
-        if not done or args.keep_work_dir:
-            say(f"kept {work} (driver logs in {work}/<mode>/logs)")
-        elif args.work_dir is None:
-            shutil.rmtree(work, ignore_errors=True)
-    return reports
+            if quiet and p99 > SOAK_AGE_P99_MS:
+                broken.append(f"{f.flow}: record-age p99 {p99} ms in window {window}")
+    return {
+        "memory": [vars(g) | {"percent": round(g.percent, 2)} for g in growth],
+        "age_windows": windows,
+    }, broken
 
 
-def save(reports: list[CrashReport], args: argparse.Namespace, command: str) -> Path:
+def save(document: dict, soak: bool) -> Path:
     now = dt.datetime.now()
-    path = BENCH_DIR / "results" / f"chaos-{now:%Y-%m-%d-%H%M}.json"
+    path = BENCH_DIR / "results" / f"{'soak' if soak else 'chaos'}-{now:%Y-%m-%d-%H%M}.json"
     path.parent.mkdir(exist_ok=True)
-    report = {
-        "date": now.strftime("%Y-%m-%d %H:%M"),
-        "command": command,
-        "settings": {
-            k: getattr(args, k)
-            for k in (
-                "mode",
-                "records",
-                "kills",
-                "partitions",
-                "rate",
-                "max_poll_records",
-                "max_kill_delay",
-                "seed",
-            )
-        },
-        **environment(),
-        "results": [{**asdict(r), "violations": r.violations()} for r in reports],
-    }
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    path.write_text(json.dumps({"date": now.strftime("%Y-%m-%d %H:%M"), **document}, indent=2))
     return path
 
 
@@ -189,20 +232,39 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, terminate)
     began = time.monotonic()
+    memory = MemoryLog(os.getpid()) if args.soak is not None else None
     try:
-        reports = run(args)
-    except AssertionError as exc:  # the harness could not finish a run: a driver that died, ...
+        report = run(args, memory)
+    except AssertionError as exc:  # the harness could not finish: a replicator died, ...
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print()
-    print(summary_table(reports))
-    broken = [(r.mode, v) for r in reports for v in r.violations()]
-    for mode, violation in broken:
-        print(f"{mode}: {violation}")
-    print(f"\nseed {args.seed}; {time.monotonic() - began:,.0f} s in all")
+    print(tables(report))
+    broken = report.violations()
+    document = {
+        "command": command,
+        "settings": {
+            k: getattr(args, k)
+            for k in ("brokers", "partitions", "rate", "value_bytes", "max_poll_records", "soak")
+        }
+        | {"mm2": not args.no_mm2 and args.soak is None},
+        **environment(),
+        "report": report.to_dict(),
+    }
+    if memory is not None:
+        findings, missed = soak_findings(report, memory)
+        document["soak"] = findings | {"missed": missed}
+        for g in findings["memory"]:
+            print(
+                f"{g['role']} (pid {g['pid']}): {g['first_mib']} -> {g['last_mib']} MiB "
+                f"({g['percent']:+.1f} %) from {g['from_s']:.0f} s to {g['to_s']:.0f} s"
+            )
+        broken += missed
+    for violation in broken:
+        print(f"BROKEN: {violation}")
+    print(f"\n{time.monotonic() - began:,.0f} s in all")
     if not args.no_save:
-        path = save(reports, args, command)
-        print(f"wrote {path.relative_to(REPO)}")
+        print(f"wrote {save(document, args.soak is not None).relative_to(REPO)}")
     return 1 if broken else 0
 
 

@@ -93,6 +93,7 @@ ROLES: list[tuple[str, str]] = [
     ("org.apache.spark.deploy.SparkSubmit", "Spark JVM"),
     ("pyspark.daemon", "Python workers"),
     ("mirrorline driver", "Python driver"),
+    ("mirrorline service", "service"),
     ("org.apache.kafka.connect.mirror.MirrorMaker", "MirrorMaker 2 JVM"),
     ("CopyLoop", "copy loop JVM"),
     ("kafka.Kafka", "Kafka brokers"),

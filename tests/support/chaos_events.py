@@ -7,6 +7,9 @@ by commas, e.g. `rolling-restart,leader-kill:east,outage:west:60,driver-kill`:
   alias is given; their nodes `i` together), one node number after the other,
   is stopped cleanly and started again, and the next waits until no partition
   is under-replicated, as an operator's rolling restart does;
+- `broker-restart:ALIAS`: one node of the cluster (the next in turn: node 1
+  first, then 2, ...) stopped cleanly and started again, until no partition is
+  under-replicated;
 - `leader-kill:ALIAS`: SIGKILL to the node leading partition 0 of the flow's
   topic there (its source topic, or on the target its copy), then started
   again once another node leads it;
@@ -35,7 +38,14 @@ from support.wait import wait_until
 
 Say = Callable[[str], None]
 
-KINDS = ("rolling-restart", "leader-kill", "controller-kill", "outage", "driver-kill")
+KINDS = (
+    "rolling-restart",
+    "broker-restart",
+    "leader-kill",
+    "controller-kill",
+    "outage",
+    "driver-kill",
+)
 IN_SYNC_TIMEOUT_S = 180.0
 
 
@@ -61,7 +71,7 @@ def parse_schedule(text: str, aliases: tuple[str, ...]) -> list[Event]:
             raise ValueError(f"unknown chaos event {item!r}: choose from {', '.join(KINDS)}")
         if cluster and cluster not in aliases:
             raise ValueError(f"chaos event {item!r}: no cluster {cluster!r} ({', '.join(aliases)})")
-        needs_cluster = kind in ("leader-kill", "controller-kill", "outage")
+        needs_cluster = kind in ("broker-restart", "leader-kill", "controller-kill", "outage")
         if needs_cluster and not cluster:
             raise ValueError(f"chaos event {item!r} needs a cluster: {kind}:ALIAS")
         if kind == "driver-kill" and cluster:
@@ -85,6 +95,15 @@ class BrokerChaos:
     def __init__(self, dev: DevClusters, say: Say) -> None:
         self.dev = dev
         self.say = say
+        self._turns: dict[str, int] = {}  # per alias: the last node broker-restart took
+
+    def broker_restart(self, alias: str) -> None:
+        node = self._turns.get(alias, 0) % len(self.dev.get(alias).nodes) + 1
+        self._turns[alias] = node
+        self.say(f"    restarting node {node} of {alias}")
+        self.dev.stop(alias, node)
+        self.dev.start(alias, node, die_with_parent=True)
+        self._in_sync([alias])
 
     def rolling_restart(self, aliases: list[str]) -> None:
         nodes = max(len(self.dev.get(alias).nodes) for alias in aliases)

@@ -63,6 +63,8 @@ class ChaosPlan:
     window_s: float = 60.0  # record-age p99 per window of this length
     start_timeout_s: float = 240.0  # for the replicators' first copies
     recover_timeout_s: float = 300.0
+    duration_s: float = 0.0  # the streams run at least this long (the soak's hour)
+    service: bool = False  # `mirrorline service` beside the driver (its memory is watched)
 
 
 @dataclass
@@ -168,7 +170,7 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         for f in flows
     }
     report = ChaosReport([str(e) for e in plan.events])
-    replicators = Replicators(dev, flows, plan.max_poll_records, work_dir, say)
+    replicators = Replicators(dev, flows, plan.max_poll_records, work_dir, say, plan.service)
     threads = [*streams.values(), *watchers.values()]
     for thread in threads:
         thread.start()
@@ -178,12 +180,14 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         run.wait_first_copies()
         for event in plan.events:
             report.events.append(run.event(event))
+        run.hold_until(plan.duration_s)
         for stream in streams.values():
             stream.stop()
             stream.check()
         say("  streams stopped; waiting for every copy to hold every record")
-        if run.caught_up(plan.recover_timeout_s) is None:
-            report.problems.append("a copy did not catch up after the streams stopped")
+        late = set(f.name for f in flows) - set(run.caught_up(plan.recover_timeout_s))
+        if late:
+            report.problems.append(f"{', '.join(sorted(late))}: not caught up at the end")
         report.driver_exit_code, report.driver_traceback = replicators.stop()
         for flow in flows:
             report.flows.append(run.judge(flow, replicators.config))
@@ -227,10 +231,14 @@ class _Run:
         )
         self.say(f"  copying after {time.monotonic() - self.began:.0f} s")
 
-    def event(self, event: Event) -> EventResult:
-        while (wait := event.at_s - (time.monotonic() - self.began)) > 0:
+    def hold_until(self, at_s: float) -> None:
+        """Let the streams run until `at_s` seconds into the run, watching the replicators."""
+        while (wait := at_s - (time.monotonic() - self.began)) > 0:
             self.check()
-            time.sleep(min(wait, 1.0))  # the schedule's own pace: the streams run meanwhile
+            time.sleep(min(wait, 1.0))  # the schedule's own pace, not a synchronisation
+
+    def event(self, event: Event) -> EventResult:
+        self.hold_until(event.at_s)
         at = time.monotonic()
         self.say(f"  {event} at {at - self.began:.0f} s")
         self._do(event)
@@ -240,7 +248,7 @@ class _Run:
             str(event),
             round(at - self.began, 1),
             round(seconds, 1),
-            {f.name: (recovered or {}).get(f.name) for f in self.flows},
+            {f.name: recovered.get(f.name) for f in self.flows},
         )
         shown = ", ".join(
             f"{name} {'-' if s is None else f'{s:.1f} s'}" for name, s in result.recovered_s.items()
@@ -251,6 +259,8 @@ class _Run:
     def _do(self, event: Event) -> None:
         if event.kind == "rolling-restart":
             self.brokers.rolling_restart([event.cluster] if event.cluster else self.aliases)
+        elif event.kind == "broker-restart":
+            self.brokers.broker_restart(event.cluster)
         elif event.kind == "leader-kill":
             flow = next(f for f in self.flows if event.cluster in (f.source, f.target))
             topic = flow.topic if flow.source == event.cluster else flow.remote
@@ -262,9 +272,9 @@ class _Run:
         else:
             self.replicators.kill_and_restart()
 
-    def caught_up(self, timeout: float) -> dict[str, float] | None:
-        """Wait until every copy holds what its source acknowledged now: seconds per flow
-        (those that did not within `timeout` missing); None if any did not."""
+    def caught_up(self, timeout: float) -> dict[str, float]:
+        """Wait until every copy holds what its source acknowledged now: seconds per flow,
+        without those that did not within `timeout`."""
         goals = {f: self.streams[f].acknowledged for f in self.flows}
         since = time.monotonic()
         done: dict[str, float] = {}
@@ -274,7 +284,7 @@ class _Run:
                 if f.name not in done and self.watchers[f].distinct >= goals[f]:
                     done[f.name] = round(time.monotonic() - since, 1)
             time.sleep(0.1)
-        return done if len(done) == len(self.flows) else (done or None)
+        return done
 
     def judge(self, flow: ChaosFlow, config: Path) -> FlowResult:
         watcher = self.watchers[flow]

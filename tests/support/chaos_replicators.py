@@ -9,13 +9,16 @@ its flows set their modes with flow-level keys.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorline.devcluster import DevClusters
+from mirrorline.process import dying_with_parent
 from support.crash_harness import Mode
-from support.driver_process import DriverProcess
+from support.driver_process import DriverProcess, child_env
 from support.mm2_process import Mm2Process
 
 Say = Callable[[str], None]
@@ -62,8 +65,9 @@ class Replicators:
         max_poll_records: int,
         work_dir: Path,
         say: Say,
+        service: bool = False,
     ) -> None:
-        work_dir.mkdir(parents=True, exist_ok=True)
+        (work_dir / "logs").mkdir(parents=True, exist_ok=True)
         ours = [f for f in flows if f.replicator == "mirrorline"]
         mm2 = [f for f in flows if f.replicator == "mm2"]
         self.config = write_config(
@@ -83,6 +87,28 @@ class Replicators:
         self._starts = 0
         self.driver: DriverProcess | None = None
         self.mm2: Mm2Process | None = None
+        self.service: subprocess.Popen[bytes] | None = None
+        if service:
+            with open(work_dir / "logs" / "service.log", "wb") as log:
+                self.service = subprocess.Popen(
+                    dying_with_parent(
+                        [
+                            sys.executable,
+                            "-m",
+                            "mirrorline",
+                            "service",
+                            "-c",
+                            str(self.config),
+                            "--host",
+                            "127.0.0.1",
+                            "--port",
+                            "0",
+                        ]
+                    ),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=child_env(),
+                )
 
     def start(self) -> None:
         self._starts += 1
@@ -100,6 +126,8 @@ class Replicators:
             self.driver.check()
         if self.mm2 is not None and not self.mm2.running():
             raise AssertionError(f"MirrorMaker 2 exited with {self.mm2.process.returncode}")
+        if self.service is not None and self.service.poll() is not None:
+            raise AssertionError(f"the service exited with {self.service.returncode}")
 
     def kill_and_restart(self) -> None:
         self._say("    SIGKILL to the replicators; starting them again")
@@ -125,3 +153,6 @@ class Replicators:
             self.driver.crash()
         if self.mm2 is not None and self.mm2.running():
             self.mm2.kill()
+        if self.service is not None:
+            self.service.terminate()
+            self.service.wait(60)

@@ -175,7 +175,14 @@ def tables(report: ChaosReport) -> str:
         lines.append(f"| {e.event} | {e.began_s:.0f} s | {e.seconds:.1f} s | {' | '.join(cells)} |")
     lines += ["", "| copy | records | lost | duplicated | highest age | verify |", "|---" * 6 + "|"]
     for f in report.flows:
-        verdict = f"{f.verdict} ({f.verify['checked']:,} checked)" if f.verify else "-"
+        verdict = (
+            f"{f.verify['checked']:,} checked: "
+            + ", ".join(
+                f"{f.verify[k]:,} {k}" for k in ("missing", "different", "misplaced", "extra")
+            )
+            if f.verify
+            else "-"
+        )
         lines.append(
             f"| {f.flow} | {f.produced:,} | {f.lost:,} | {f.duplicated:,} | "
             f"{f.max_age_ms / 1000:.1f} s | {verdict} |"

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace, memory: MemoryLog | None) -> ChaosReport:
         if memory is not None:
             memory.start()
         report = run_chaos(clusters, work / "run", plan, say)
-        done = True
+        done = not report.violations()  # a broken run keeps its logs
     finally:
         if memory is not None:
             memory.stop()

@@ -12,7 +12,7 @@ from cryptography.x509.oid import NameOID
 
 from mirrorline.config import load_config
 from mirrorline.config.errors import ConfigError
-from mirrorline.config.redact import REDACTED
+from mirrorline.config.redact import REDACTED, is_secret_key
 from mirrorline.config.stores import client_identity
 from mirrorline.devnode import DevNode
 from mirrorline.devsecurity import PRINCIPAL_MAPPING, DevSecurity
@@ -112,6 +112,8 @@ def test_the_properties_file_loads_with_the_replication_users_keystore(
         assert java["ssl.keystore.password"] == password
     rendered = json.dumps(config.to_dict()) + repr(flow)
     assert password not in rendered and "PRIVATE KEY" not in rendered
+    for key in ("east.ssl.keystore.password", "ssl.key.password", "ssl.keystore.key"):
+        assert is_secret_key(key), key
 
 
 def test_a_missing_keystore_names_the_setting_and_cluster(security: DevSecurity, tmp_path):

@@ -91,7 +91,7 @@ def up(
         out.print(f"{cluster.alias}: {cluster.bootstrap_servers} ({cluster.security})")
     out.print(f"properties file: {dev.properties_file}")
     if any(c.security != "plaintext" for c in started):
-        out.print(f"passwords: {dev.security.secrets_file}  CA certificate: {dev.security.ca_file}")
+        out.print(f"secrets: {dev.security.secrets_file}  CA certificate: {dev.security.ca_file}")
 
 
 @dev_app.command("status")

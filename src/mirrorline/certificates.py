@@ -1,10 +1,11 @@
 """A private certificate authority, for secured dev clusters and tests.
 
-`mirrorline dev up --security sasl_ssl` needs TLS certificates its brokers
-present and its clients trust, and the service's TLS tests need a server
-certificate. Both come from a throw-away authority made at start: an RSA
-key and a self-signed CA certificate, which then signs one certificate per
-server for the names clients connect to (``localhost`` and ``127.0.0.1`` by
+`mirrorline dev up --security sasl_ssl|mtls` needs TLS certificates its
+brokers present and its clients trust (and, for mtls, certificates its users
+log in with), and the service's TLS tests need a server certificate. All
+come from a throw-away authority made at start: an RSA key and a self-signed
+CA certificate, which then signs one certificate per server or user, valid
+for the names clients connect to (``localhost`` and ``127.0.0.1`` by
 default). Nothing here is meant for production certificates.
 
 Private keys are written with mode 0600 (`write_private`); they are never
@@ -24,6 +25,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = ["CertificateAuthority", "KeyPair", "write_private"]
@@ -50,6 +52,19 @@ class KeyPair:
     def combined_pem(self) -> bytes:
         """Key and certificate in one PEM file (a Kafka broker's PEM keystore)."""
         return self.key_pem + self.cert_pem
+
+    def pkcs12(self, name: str, password: str) -> bytes:
+        """Key and certificate as a PKCS12 keystore under `password` (a Java client's)."""
+        key = serialization.load_pem_private_key(self.key_pem, password=None)
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError("the key is not an RSA key")
+        return pkcs12.serialize_key_and_certificates(
+            name.encode(),
+            key,
+            x509.load_pem_x509_certificate(self.cert_pem),
+            None,
+            serialization.BestAvailableEncryption(password.encode()),
+        )
 
 
 class CertificateAuthority:

@@ -223,9 +223,7 @@ def format_command(
         "--config",
         str(home / "server.properties"),
     ]
-    if layout.security != "plaintext":
-        command += security.format_arguments()
-    return command
+    return command + security.format_arguments(layout.security)
 
 
 def launch(

@@ -11,8 +11,8 @@ process is found and stopped). A set of clusters shares a directory holding:
 - ``<alias>/layout.json``: the cluster's id and ports, to start it again;
 - ``<alias>/node-<id>/``: a node's ``server.properties``, data and logs
   (``broker.out``, ``logs/server.log``);
-- ``security/``, for clusters started with ``security="sasl_ssl"``: their CA, users
-  and broker keys (see `devsecurity`).
+- ``security/``, for clusters started with ``security="sasl_ssl"`` or ``"mtls"``: their
+  CA, users, broker keys and users' keystores (see `devsecurity`).
 
 Starting waits until every node accepts connections and the cluster has all its
 brokers registered. Outages: `stop(alias)` / `start(alias)` take a whole cluster
@@ -111,7 +111,7 @@ class DevClusters:
             cluster = self.get(cluster)
         if cluster.security == "plaintext":
             return {"bootstrap.servers": cluster.bootstrap_servers}
-        return self.security.client_config(cluster.bootstrap_servers, user)
+        return self.security.client_config(cluster.bootstrap_servers, cluster.security, user)
 
     def health(self) -> list[ClusterHealth]:
         return [
@@ -154,7 +154,7 @@ class DevClusters:
     ) -> list[DevCluster]:
         """Start one cluster of `brokers` nodes per alias (added to those running here).
 
-        `security` is `plaintext` or `sasl_ssl` (see `devsecurity`).
+        `security` is `plaintext`, `sasl_ssl` or `mtls` (see `devsecurity`).
         """
         say = progress or (lambda _msg: None)
         wanted = checked_aliases(aliases)
@@ -162,7 +162,7 @@ class DevClusters:
             raise DevClusterError(f"a cluster needs at least one broker, not {brokers}")
         if security not in SECURITY_MODES:
             raise DevClusterError(
-                f"unknown security {security!r}: choose {' or '.join(SECURITY_MODES)}"
+                f"unknown security {security!r}: choose one of {', '.join(SECURITY_MODES)}"
             )
         clash = sorted({c.alias for c in self.clusters()}.intersection(wanted))
         if clash:
@@ -224,7 +224,7 @@ class DevClusters:
         write_files(
             layout,
             lambda n: (
-                self.security.server_properties(alias, n.address, n.controller_port)
+                self.security.server_properties(alias, n.address, n.controller_port, security)
                 if secured
                 else {}
             ),

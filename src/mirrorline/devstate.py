@@ -147,7 +147,7 @@ def properties_text(clusters: list[DevCluster], security: DevSecurity) -> str:
     for cluster in clusters:
         lines.append(f"{cluster.alias}.bootstrap.servers = {cluster.bootstrap_servers}")
         if cluster.security != "plaintext":
-            lines += security.mm2_properties(cluster.alias)
+            lines += security.mm2_properties(cluster.alias, cluster.security)
     lines += [
         f"# The smallest cluster has {smallest} node(s): every topic Mirrorline creates "
         f"has {factor} replica(s).",

@@ -25,7 +25,10 @@ def test_dev_up_sasl_ssl_gives_scripts_an_admin_login_and_refuses_the_rest(tmp_p
         assert result.exit_code == 0, result.output
         cluster = json.loads(result.output)["clusters"][0]
         assert cluster["security"] == "sasl_ssl"
+        # Described as `dev status --json` describes it, nodes included.
+        assert [(n["id"], n["state"]) for n in cluster["nodes"]] == [(1, "up")]
         admin = cluster["client"]
+        assert cluster["up"] is True and cluster["bootstrap_servers"] == admin["bootstrap.servers"]
         assert admin["security.protocol"] == "SASL_SSL" and admin["sasl.username"] == "admin"
 
         topic = unique_name("scripted")

@@ -110,7 +110,7 @@ def test_jar_artifact_names_drop_the_version(jar, name, tmp_path):
 def test_secured_brokers_speak_sasl_ssl_only_with_the_authorizer_on(tmp_path):
     security = DevSecurity.of(tmp_path)
     security.ensure()
-    settings = security.server_properties("east", "127.0.0.1:19092", 19093)
+    settings = security.server_properties("east", "127.0.0.1:19092", 19093, "sasl_ssl")
     assert settings["listeners"] == "SASL_SSL://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
     assert settings["advertised.listeners"] == "SASL_SSL://127.0.0.1:19092"
     assert settings["sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
@@ -119,6 +119,6 @@ def test_secured_brokers_speak_sasl_ssl_only_with_the_authorizer_on(tmp_path):
     assert (tmp_path / "security" / "secrets.properties").stat().st_mode & 0o077 == 0
     assert (tmp_path / "security" / "east-broker.pem").stat().st_mode & 0o077 == 0
     # The replication user's password is read through a provider, never written inline.
-    lines = "\n".join(security.mm2_properties("east"))
+    lines = "\n".join(security.mm2_properties("east", "sasl_ssl"))
     assert security.password("mirrorline") not in lines
     assert "${file:" in lines

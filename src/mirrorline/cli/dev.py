@@ -44,8 +44,9 @@ def up(
     security: str = typer.Option(
         "plaintext",
         "--security",
-        help="plaintext, or sasl_ssl: SCRAM-SHA-512 over TLS with the authorizer on, "
-        "an admin user and a replication user (passwords in DIR/security/secrets.properties).",
+        help="plaintext; sasl_ssl: SCRAM-SHA-512 over TLS; or mtls: TLS with client "
+        "certificates (principal User:<CN>). Secured modes turn the authorizer on and have an "
+        "admin user and a replication user (secrets in DIR/security/secrets.properties).",
     ),
     brokers: int = typer.Option(
         1,
@@ -57,8 +58,9 @@ def up(
 ) -> None:
     """Start one Kafka cluster per alias and write a properties file naming them.
 
-    With --json each cluster also has `client`: a librdkafka configuration of the
-    admin user, for scripts that produce, consume or set ACLs.
+    With --json each cluster is described as `status --json` does (nodes included),
+    plus `client`: a librdkafka configuration of the admin user, for scripts that
+    produce, consume or set ACLs.
     """
     dev = DevClusters(directory)
     progress = None if as_json else (lambda msg: err.print(f"[dim]{msg}[/dim]"))
@@ -75,14 +77,11 @@ def up(
             json.dumps(
                 {
                     "properties_file": str(dev.properties_file),
+                    # What `status --json` says of each cluster, and its admin client.
                     "clusters": [
-                        {
-                            "alias": c.alias,
-                            "bootstrap_servers": c.bootstrap_servers,
-                            "security": c.security,
-                            "client": dev.client_config(c),
-                        }
-                        for c in started
+                        _status_doc(h) | {"client": dev.client_config(h.cluster)}
+                        for h in dev.health()
+                        if h.cluster.alias in {c.alias for c in started}
                     ],
                 }
             )
@@ -92,7 +91,7 @@ def up(
         out.print(f"{cluster.alias}: {cluster.bootstrap_servers} ({cluster.security})")
     out.print(f"properties file: {dev.properties_file}")
     if any(c.security != "plaintext" for c in started):
-        out.print(f"passwords: {dev.security.secrets_file}  CA certificate: {dev.security.ca_file}")
+        out.print(f"secrets: {dev.security.secrets_file}  CA certificate: {dev.security.ca_file}")
 
 
 @dev_app.command("status")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ class FlowLine:
     # What operators changed at run time (`mirrorline topics|groups|pause|stop`);
     # None when the target's control records could not be read.
     control: dict[str, Any] | None = None
+    # The flow's last `mirrorline verify` (`VerificationSummary.to_dict()`), None if never.
+    last_verification: dict[str, Any] | None = None
 
 
 def status(
@@ -54,7 +57,8 @@ def status(
         "", "--window", help="Window for rates and latency (default: the shortest configured)."
     ),
 ) -> None:
-    """Print every flow's state and reason, throughput, lag and last heartbeat and checkpoint.
+    """Print every flow's state and reason, throughput, lag, last heartbeat and checkpoint,
+    and last verification (`mirrorline verify`).
 
     Reads the same raw metrics as `mirrorline service` from the target clusters.
     Exit code 0 when no flow is unhealthy, 1 when one is (degraded, failed, or no
@@ -111,6 +115,7 @@ def _line(monitor: Monitor, r: Replication, window: str) -> FlowLine:
         last_checkpoint_age_s=_age(r.last_checkpoint_ms, now),
         active_driver=r.active_driver,
         topics=len(r.topics),
+        last_verification=r.last_verification,
     )
 
 
@@ -149,9 +154,27 @@ def _print(lines: list[FlowLine], window: str) -> None:
             x.reason,
         )
     out.print(table)
+    now_ms = time.time() * 1000
+    for x in lines:
+        out.print(f"{x.flow} {verification_text(x.last_verification, now_ms)}", highlight=False)
     for x in lines:
         lists = (x.control or {}).get("lists", {})
         for name, change in sorted(lists.items()):
             added = ", ".join(change["added"]) or "-"
             removed = ", ".join(change["removed"]) or "-"
             out.print(f"{x.flow} {name} changed at run time: added {added}; removed {removed}")
+
+
+def verification_text(summary: dict[str, Any] | None, now_ms: float) -> str:
+    """One line on a flow's last verification (`VerificationSummary.to_dict()`)."""
+    if summary is None:
+        return "has not been verified (run `mirrorline verify`)"
+    finished = datetime.fromtimestamp(summary["finished_ms"] / 1000, UTC)
+    age = _age(summary["finished_ms"], now_ms)
+    topics = f"topics {summary['topics']}" if summary.get("topics") else "every topic"
+    window = "".join(f" {word} {summary[word]}" for word in ("since", "until") if summary.get(word))
+    return (
+        f"last verified {finished:%Y-%m-%d %H:%M:%S} UTC ({age:.0f}s ago): "
+        f"{summary['verdict']}, {summary['checked']:,} record(s) checked in {topics}{window}, "
+        f"{summary['differences']:,} difference(s)"
+    )

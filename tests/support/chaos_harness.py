@@ -95,6 +95,7 @@ class ChaosReport:
     schedule: list[str]
     events: list[EventResult] = field(default_factory=list)
     flows: list[FlowResult] = field(default_factory=list)
+    caught_up_s: float = 0.0  # seconds into the run when the copies first held every record
     driver_exit_code: int | None = None
     driver_traceback: bool = False
     seconds: float = 0.0
@@ -132,6 +133,7 @@ class ChaosReport:
             "schedule": self.schedule,
             "events": [vars(e) for e in self.events],
             "flows": [vars(f) for f in self.flows],
+            "caught_up_s": self.caught_up_s,
             "driver_exit_code": self.driver_exit_code,
             "driver_traceback": self.driver_traceback,
             "seconds": self.seconds,
@@ -178,6 +180,8 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
     try:
         replicators.start()
         run.wait_first_copies()
+        run.caught_up(plan.recover_timeout_s)
+        report.caught_up_s = round(time.monotonic() - began, 1)
         for event in plan.events:
             report.events.append(run.event(event))
         run.hold_until(plan.duration_s)

@@ -124,10 +124,16 @@ def data_path_lines() -> list[str]:
 
 
 def config_text(
-    contender: Contender, bootstrap: dict[str, str], topic: str, run: str, tasks_max: int
+    contender: Contender,
+    bootstrap: dict[str, str],
+    topic: str,
+    run: str,
+    tasks_max: int,
+    extra: tuple[str, ...] = (),
 ) -> str:
     """The file `contender` runs on: `bootstrap` maps alias -> servers, `topic` is the
-    source topic, `run` names the run (MM2's Connect topics and group use it)."""
+    source topic, `run` names the run (MM2's Connect topics and group use it); a tuned
+    contender also gets the `extra` lines (a benchmark's own settings, alike for all)."""
     if contender.kind == "copy_loop":
         return _copy_loop_text(bootstrap, topic)
     lines = [
@@ -155,7 +161,7 @@ def config_text(
             f"{TARGET}.group.id = mm2-{run}",
         ]
     if contender.tuned:
-        lines += data_path_lines()
+        lines += data_path_lines() + list(extra)
     return "\n".join(lines) + "\n"
 
 

@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchlib.common import SOURCE, TARGET, BenchmarkError, say, wait_for
 from mirrorline.devcluster import DevClusters
+from mirrorline.devlatency import Link
 
 # Errors of a partition that was created a moment ago and has no leader yet.
 NOT_READY = {
@@ -35,12 +36,17 @@ def admin_client(bootstrap: str) -> AdminClient:
 
 
 @contextmanager
-def clusters_running(work: Path) -> Iterator[list]:
+def clusters_running(work: Path, source_link: Link | None = None) -> Iterator[list]:
     """Two single-node KRaft clusters, `east` (source) and `west` (target), that die
-    with this process; yields them in that order."""
+    with this process; yields them in that order. With `source_link`, every client
+    reaches the source through that simulated WAN link (see `mirrorline.devlink`)."""
     clusters = DevClusters(work / "clusters")
     try:
-        started = clusters.up([SOURCE, TARGET], die_with_parent=True, progress=say)
+        if source_link is None:
+            started = clusters.up([SOURCE, TARGET], die_with_parent=True, progress=say)
+        else:
+            started = clusters.up([SOURCE], die_with_parent=True, progress=say, link=source_link)
+            started += clusters.up([TARGET], die_with_parent=True, progress=say)
         yield sorted(started, key=lambda c: c.alias != SOURCE)
     finally:
         clusters.down(progress=say)

@@ -45,6 +45,7 @@ class Run:
     settings: Settings
     load: OtherLoad
     verified: dict = field(default_factory=dict)  # Mirrorline's checked settings, by contender
+    extra_lines: tuple[str, ...] = ()  # more settings for every tuned contender's file
 
     @property
     def name(self) -> str:
@@ -79,7 +80,12 @@ class Run:
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(
             contenders.config_text(
-                self.contender, self.bootstrap(), self.topic, self.name, self.settings.tasks_max
+                self.contender,
+                self.bootstrap(),
+                self.topic,
+                self.name,
+                self.settings.tasks_max,
+                self.extra_lines,
             )
         )
         return contenders.start(

@@ -15,6 +15,10 @@ Replication follows the size, the way production clusters are set up:
 - three or more: three replicas and ``min.insync.replicas=2``, so one node may be
   down while producers with ``acks=all`` keep writing.
 
+A cluster may sit behind a simulated WAN link (`devlink`): each node then also
+has an INTERNAL listener for the brokers and advertises a proxy's port to
+clients (`listener_settings`).
+
 Retention and compaction act within seconds, so that tests can watch them.
 `DevClusters` (in `devcluster`) starts, finds and stops clusters; this module only
 says what to run and with which files.
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorline.certificates import write_private
+from mirrorline.devlatency import Link
 from mirrorline.devsecurity import DevSecurity
 from mirrorline.process import dying_with_parent
 
@@ -46,7 +51,9 @@ __all__ = [
     "NodePorts",
     "format_command",
     "launch",
+    "listener_settings",
     "new_cluster_id",
+    "plan_layout",
     "read_layout",
     "replication_settings",
     "run_all",
@@ -57,15 +64,19 @@ __all__ = [
 
 @dataclass(frozen=True)
 class NodePorts:
-    """One node's id and its two ports (client, controller)."""
+    """One node's id and ports: client and controller, and behind a WAN link also the
+    brokers' own listener and the proxy port clients are told to use."""
 
     id: int
     port: int
     controller_port: int
+    internal_port: int | None = None  # behind a link: brokers among themselves
+    proxy_port: int | None = None  # behind a link: advertised to clients
 
     @property
     def address(self) -> str:
-        return f"{HOST}:{self.port}"
+        """The address clients connect to: the proxy's behind a link, else the broker's."""
+        return f"{HOST}:{self.proxy_port or self.port}"
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,8 @@ class Layout:
     directory: str
     nodes: tuple[NodePorts, ...]
     security: str = "plaintext"
+    link: Link | None = None  # clients reach the nodes through this simulated WAN link
+    link_api_port: int | None = None  # the link's proxy server
 
     @property
     def bootstrap_servers(self) -> str:
@@ -98,7 +111,32 @@ class Layout:
     def from_json(cls, text: str) -> Layout:
         fields: dict[str, Any] = json.loads(text)
         nodes = tuple(NodePorts(**node) for node in fields.pop("nodes"))
-        return cls(nodes=nodes, **fields)
+        link = fields.pop("link", None)
+        return cls(nodes=nodes, link=Link(**link) if link else None, **fields)
+
+
+def plan_layout(
+    alias: str,
+    directory: str,
+    brokers: int,
+    security: str,
+    link: Link | None,
+    take_port: Callable[[], int],
+) -> Layout:
+    """A new cluster's layout with ports from `take_port`: client and controller per node,
+    and behind a link also the internal and proxy port per node and the link's API port."""
+    nodes = tuple(
+        NodePorts(
+            k + 1,
+            take_port(),
+            take_port(),
+            internal_port=take_port() if link else None,
+            proxy_port=take_port() if link else None,
+        )
+        for k in range(brokers)
+    )
+    api_port = take_port() if link else None
+    return Layout(alias, new_cluster_id(), directory, nodes, security, link, api_port)
 
 
 def replication_settings(brokers: int) -> dict[str, str]:
@@ -128,6 +166,34 @@ def _liveness_settings(nodes: int) -> dict[str, str]:
     return {"broker.heartbeat.interval.ms": "1000", "broker.session.timeout.ms": "4000"}
 
 
+def listener_settings(node: NodePorts) -> dict[str, str]:
+    """A plaintext node's listeners: clients, brokers among themselves, controller.
+
+    Without a link, clients and brokers share the PLAINTEXT listener. Behind a
+    WAN link the PLAINTEXT listener advertises the proxy's port, so every client
+    connection crosses the link, and the brokers replicate over their own
+    INTERNAL listener, advertised as is, as in one data centre.
+    """
+    client = f"{HOST}:{node.port}"
+    controller = f"CONTROLLER://{HOST}:{node.controller_port}"
+    if node.internal_port is None or node.proxy_port is None:
+        return {
+            "listeners": f"PLAINTEXT://{client},{controller}",
+            "advertised.listeners": f"PLAINTEXT://{client}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+        }
+    internal = f"INTERNAL://{HOST}:{node.internal_port}"
+    return {
+        "listeners": f"PLAINTEXT://{client},{internal},{controller}",
+        "advertised.listeners": f"PLAINTEXT://{node.address},{internal}",
+        "listener.security.protocol.map": (
+            "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        ),
+        "inter.broker.listener.name": "INTERNAL",
+    }
+
+
 def server_properties(layout: Layout, node_id: int) -> dict[str, str]:
     node = layout.node(node_id)
     voters = ",".join(f"{n.id}@{HOST}:{n.controller_port}" for n in layout.nodes)
@@ -136,10 +202,7 @@ def server_properties(layout: Layout, node_id: int) -> dict[str, str]:
         "node.id": str(node.id),
         "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
-        "listeners": f"PLAINTEXT://{node.address},CONTROLLER://{HOST}:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{node.address}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
+        **listener_settings(node),
         "log.dirs": str(layout.node_directory(node_id) / "data"),
         "offsets.topic.num.partitions": "10",
         "transaction.state.log.num.partitions": "10",

@@ -21,6 +21,10 @@ away and bring it back on the same ports and data; `stop(alias, node)`,
 broker outage would (`restart` also waits until no partition is under-replicated).
 `leader_of` and `active_controller` name the nodes worth killing next.
 
+A cluster started with a `link` sits behind a simulated WAN link: every client
+connection crosses a latency proxy that starts and stops with the cluster (see
+`devlink`); `devlaunch` starts, awaits and stops the processes.
+
 Clusters started with ``die_with_parent=True`` (tests, the demo) are killed by the
 kernel if the Python process dies without cleaning up, so no JVM outlives it.
 """
@@ -29,33 +33,24 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 
 from mirrorline import devhealth, jvm
 from mirrorline.devbroker import (
     Layout,
-    NodePorts,
     format_command,
-    launch,
-    new_cluster_id,
+    plan_layout,
     read_layout,
     run_all,
     write_files,
 )
-from mirrorline.devnode import (
-    DevNode,
-    NodeError,
-    check_ports_free,
-    is_running,
-    nodes_of,
-    startup_failure,
-    stop_processes,
-)
+from mirrorline.devlatency import Link
+from mirrorline.devlaunch import Processes
+from mirrorline.devlink import link_alive
+from mirrorline.devnode import is_running, nodes_of
 from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
 from mirrorline.devstate import (
     ClusterHealth,
@@ -83,8 +78,7 @@ class DevClusters:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).resolve()
-        # Processes this object started, by (alias, node id), so it can reap them (no zombies).
-        self._children: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
+        self._procs = Processes()
 
     # -- reading state ---------------------------------------------------------------
 
@@ -116,7 +110,9 @@ class DevClusters:
     def health(self) -> list[ClusterHealth]:
         return [
             ClusterHealth(
-                c, tuple(NodeHealth(n, is_running(n), port_accepts(n.port)) for n in c.nodes)
+                c,
+                tuple(NodeHealth(n, is_running(n), port_accepts(n.port)) for n in c.nodes),
+                None if c.link is None else link_alive(c.link),
             )
             for c in self.clusters()
         ]
@@ -151,10 +147,12 @@ class DevClusters:
         timeout: float = 120.0,
         progress: Progress | None = None,
         security: str = "plaintext",
+        link: Link | None = None,
     ) -> list[DevCluster]:
         """Start one cluster of `brokers` nodes per alias (added to those running here).
 
-        `security` is `plaintext`, `sasl_ssl` or `mtls` (see `devsecurity`).
+        `security` is `plaintext`, `sasl_ssl` or `mtls` (see `devsecurity`). With a
+        `link`, clients reach every node through a simulated WAN link (see `devlink`).
         """
         say = progress or (lambda _msg: None)
         wanted = checked_aliases(aliases)
@@ -163,6 +161,11 @@ class DevClusters:
         if security not in SECURITY_MODES:
             raise DevClusterError(
                 f"unknown security {security!r}: choose one of {', '.join(SECURITY_MODES)}"
+            )
+        if link is not None and security != "plaintext":
+            raise DevClusterError(
+                f"a WAN link works with plaintext dev clusters only, not {security}: "
+                "start them without a link, or with --security plaintext"
             )
         clash = sorted({c.alias for c in self.clusters()}.intersection(wanted))
         if clash:
@@ -176,18 +179,23 @@ class DevClusters:
 
         started: list[DevCluster] = []
         try:
-            with ExitStack() as ports_held:
-                ports = [reserve_port(ports_held) for _ in range(2 * brokers * len(wanted))]
             if security != "plaintext":
                 say("making the certificate authority, broker certificates and users")
                 self.security.ensure()
-            layouts = []
-            for i, alias in enumerate(wanted):
-                mine = ports[2 * brokers * i : 2 * brokers * (i + 1)]
-                nodes = tuple(
-                    NodePorts(k + 1, mine[2 * k], mine[2 * k + 1]) for k in range(brokers)
-                )
-                layouts.append(self._lay_out(alias, nodes, security))
+            with ExitStack() as ports_held:
+                layouts = [
+                    self._lay_out(
+                        plan_layout(
+                            alias,
+                            str(self.directory / alias),
+                            brokers,
+                            security,
+                            link,
+                            lambda: reserve_port(ports_held),
+                        )
+                    )
+                    for alias in wanted
+                ]
             say(f"formatting storage for {', '.join(wanted)}")
             failures = run_all(
                 [
@@ -200,31 +208,36 @@ class DevClusters:
             if failures:
                 raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
             for lay in layouts:
-                say(f"starting {lay.alias} on {lay.bootstrap_servers}")
-                started.append(self._launch_all(lay, die_with_parent))
+                behind = f" behind a link of {link.describe()}" if link else ""
+                say(f"starting {lay.alias} on {lay.bootstrap_servers}{behind}")
+                started.append(self._procs.launch_cluster(lay, die_with_parent, say))
                 self._save(self.clusters() + [started[-1]])
             deadline = time.monotonic() + timeout
             for cluster in started:
-                self._wait_registered(cluster, [n.id for n in cluster.nodes], deadline)
+                self._procs.wait_registered(
+                    cluster, [n.id for n in cluster.nodes], deadline, self.client_config
+                )
                 say(f"{cluster.alias} ready at {cluster.bootstrap_servers}")
         except BaseException:
             # Never leave a half-started set behind (including on Ctrl-C).
-            self._stop_nodes((c, n) for c in started for n in c.nodes)
+            self._procs.stop_nodes((c, n) for c in started for n in c.nodes)
+            self._procs.stop_links(started)
             self._save([c for c in self.clusters() if c.alias not in wanted])
             raise
         self._write_properties()
         return started
 
-    def _lay_out(self, alias: str, nodes: tuple[NodePorts, ...], security: str) -> Layout:
-        home = self.directory / alias
+    def _lay_out(self, layout: Layout) -> Layout:
+        home = Path(layout.directory)
         if home.exists():
             shutil.rmtree(home)  # a stopped cluster's leftovers: start clean
-        layout = Layout(alias, new_cluster_id(), str(home), nodes, security)
-        secured = security != "plaintext"
+        secured = layout.security != "plaintext"
         write_files(
             layout,
             lambda n: (
-                self.security.server_properties(alias, n.address, n.controller_port, security)
+                self.security.server_properties(
+                    layout.alias, n.address, n.controller_port, layout.security
+                )
                 if secured
                 else {}
             ),
@@ -241,47 +254,6 @@ class DevClusters:
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise DevClusterError(f"cannot read the layout of {alias}: {exc}") from exc
 
-    def _launch_all(self, layout: Layout, die_with_parent: bool) -> DevCluster:
-        java, classpath = jvm.java_executable(), jvm.classpath("kafka")
-        nodes = []
-        for node in nodes_of(layout):
-            popen = launch(java, classpath, layout, node.id, die_with_parent)
-            self._children[(layout.alias, node.id)] = popen
-            nodes.append(node.started(popen.pid))
-        return DevCluster(
-            layout.alias, layout.cluster_id, layout.directory, tuple(nodes), layout.security
-        )
-
-    def _wait_registered(self, cluster: DevCluster, ids: list[int], deadline: float) -> None:
-        """Wait until nodes `ids` accept connections and are registered brokers.
-
-        The running nodes are asked, if there are any: a starting node accepts
-        connections before it serves requests, which would then wait for it.
-        """
-        others = tuple(n for n in cluster.nodes if n.id not in ids and n.pid is not None)
-        config = self.client_config(replace(cluster, nodes=others) if others else cluster)
-        missing = list(ids)
-        while True:
-            for node_id in ids:
-                node = cluster.node(node_id)
-                popen = self._children.get((cluster.alias, node_id))
-                code = popen.poll() if popen is not None else None
-                if code is not None or (popen is None and not is_running(node)):
-                    how = f"exited with code {code}" if code is not None else "is not running"
-                    raise DevClusterError(str(startup_failure(cluster.alias, node, how)))
-            # Ask Kafka only once the ports are open: librdkafka logs every refused connect.
-            if all(port_accepts(cluster.node(i).port) for i in ids):
-                registered = devhealth.registered_brokers(config)
-                missing = [i for i in ids if i not in registered]
-                if not missing:
-                    return
-            if time.monotonic() > deadline:
-                node = cluster.node(missing[0] if missing else ids[0])
-                raise DevClusterError(
-                    str(startup_failure(cluster.alias, node, "did not register in time"))
-                )
-            time.sleep(0.2)
-
     # -- stopping --------------------------------------------------------------------
 
     def down(self, *, progress: Progress | None = None, timeout: float = 30.0) -> list[DevCluster]:
@@ -292,25 +264,28 @@ class DevClusters:
         for cluster in clusters:
             pids = ", ".join(str(n.pid) for n in cluster.nodes if n.pid is not None)
             say(f"stopping {cluster.alias} (pid {pids or 'none'})")
-        self._stop_nodes(((c, n) for c in clusters for n in c.nodes), timeout)
+        self._procs.stop_nodes(((c, n) for c in clusters for n in c.nodes), timeout)
+        self._procs.stop_links(clusters)
         if (self.directory / STATE_FILE).exists():
             (self.directory / STATE_FILE).unlink()
         return clusters
 
     def stop(self, alias: str, node: int | None = None, *, timeout: float = 30.0) -> None:
-        """Stop cluster `alias`, or only its node `node`; the others keep running.
+        """Stop cluster `alias` (and its link), or only its node `node` (the link stays);
+        the others keep running.
 
         Directories stay, so `start` brings the cluster or node back with its data.
         """
         cluster = self.get(alias)
         if node is None:
-            self._stop_nodes(((cluster, n) for n in cluster.nodes), timeout)
+            self._procs.stop_nodes(((cluster, n) for n in cluster.nodes), timeout)
+            self._procs.stop_links([cluster])
             self._save([c for c in self.clusters() if c.alias != alias])
             return
         target = cluster.node(node)
         if target.pid is None:
             raise DevClusterError(f"node {node} of {alias} is already stopped")
-        self._stop_nodes([(cluster, target)], timeout)
+        self._procs.stop_nodes([(cluster, target)], timeout)
         self._replace(cluster.with_node(target.stopped()))
 
     def start(
@@ -334,8 +309,8 @@ class DevClusters:
                     "(a stopped node of it starts with --broker N)"
                 )
             layout = self._read_layout(alias)
-            self._ports_free(alias, nodes_of(layout))
-            cluster = self._launch_all(layout, die_with_parent)
+            self._procs.ports_free(alias, nodes_of(layout))
+            cluster = self._procs.launch_cluster(layout, die_with_parent)
             self._save(self.clusters() + [cluster])
             wanted = [n.id for n in cluster.nodes]
         else:
@@ -343,20 +318,20 @@ class DevClusters:
             target = cluster.node(node)
             if target.pid is not None and is_running(target):
                 raise DevClusterError(f"node {node} of {alias} is already running")
-            self._ports_free(alias, [target])
+            self._procs.ports_free(alias, [target])
             layout = self._read_layout(alias)
-            popen = launch(
-                jvm.java_executable(), jvm.classpath("kafka"), layout, node, die_with_parent
-            )
-            self._children[(alias, node)] = popen
-            cluster = cluster.with_node(target.started(popen.pid))
+            pid = self._procs.launch_node(layout, node, die_with_parent)
+            cluster = cluster.with_node(target.started(pid))
             self._replace(cluster)
             wanted = [node]
         try:
-            self._wait_registered(cluster, wanted, time.monotonic() + timeout)
+            self._procs.wait_registered(
+                cluster, wanted, time.monotonic() + timeout, self.client_config
+            )
         except BaseException:
-            self._stop_nodes((cluster, cluster.node(i)) for i in wanted)
+            self._procs.stop_nodes((cluster, cluster.node(i)) for i in wanted)
             if node is None:
+                self._procs.stop_links([cluster])
                 self._save([c for c in self.clusters() if c.alias != alias])
             else:
                 self._replace(cluster.with_node(cluster.node(node).stopped()))
@@ -389,29 +364,6 @@ class DevClusters:
             )
         say(f"node {node} of {alias} is back; no under-replicated partitions")
         return cluster
-
-    @staticmethod
-    def _ports_free(alias: str, nodes: Iterable[DevNode]) -> None:
-        try:
-            check_ports_free(nodes)
-        except NodeError as exc:
-            raise DevClusterError(f"cannot start {alias} again: {exc}") from None
-
-    def _stop_nodes(
-        self, nodes: Iterable[tuple[DevCluster, DevNode]], timeout: float = 30.0
-    ) -> None:
-        """Stop the given nodes together (see `devnode.stop_processes`)."""
-        targets = []
-        for cluster, node in nodes:
-            popen = self._children.pop((cluster.alias, node.id), None)
-            if popen is not None and popen.pid != node.pid:
-                popen.poll()  # reaped; the node was started again by someone else
-                popen = None
-            targets.append((node, popen))
-        try:
-            stop_processes(targets, timeout)
-        except NodeError as exc:
-            raise DevClusterError(str(exc)) from None
 
     def _save(self, clusters: list[DevCluster]) -> None:
         write_state(self.directory / STATE_FILE, clusters)

@@ -9,7 +9,7 @@ A pid alone proves nothing after a reboot or pid reuse: a node counts as running
 only if that process exists and its command line carries the node's directory
 (``-Dmirrorline.dev.cluster=<node directory>``, set by `devbroker`). Stopping
 sends SIGTERM (a controlled shutdown that moves leadership away first), then
-waits until both ports are closed, so the same ports can be taken again at once.
+waits until its ports are closed, so the same ports can be taken again at once.
 """
 
 from __future__ import annotations
@@ -47,10 +47,19 @@ class DevNode:
     controller_port: int
     directory: str
     pid: int | None = None  # None: stopped on purpose
+    internal_port: int | None = None  # behind a WAN link: the brokers' own listener
+    proxy_port: int | None = None  # behind a WAN link: what clients connect to
 
     @property
     def address(self) -> str:
-        return f"{HOST}:{self.port}"
+        """The address clients use: the link's proxy port if the cluster is behind one."""
+        return f"{HOST}:{self.proxy_port or self.port}"
+
+    @property
+    def own_ports(self) -> tuple[int, ...]:
+        """The ports the node's JVM listens on (the proxy's belong to the link)."""
+        ports = (self.port, self.controller_port, self.internal_port)
+        return tuple(p for p in ports if p is not None)
 
     @property
     def server_log(self) -> Path:
@@ -70,7 +79,14 @@ class DevNode:
 def nodes_of(layout: Layout) -> tuple[DevNode, ...]:
     """The nodes of `layout`, none of them running yet."""
     return tuple(
-        DevNode(n.id, n.port, n.controller_port, str(layout.node_directory(n.id)))
+        DevNode(
+            n.id,
+            n.port,
+            n.controller_port,
+            str(layout.node_directory(n.id)),
+            internal_port=n.internal_port,
+            proxy_port=n.proxy_port,
+        )
         for n in layout.nodes
     )
 
@@ -111,7 +127,7 @@ def stop_processes(
                 deadline = time.monotonic() + 10
             time.sleep(0.1)
     for node, _ in targets:
-        for port in (node.port, node.controller_port):
+        for port in node.own_ports:
             while port_accepts(port):
                 if time.monotonic() > deadline:
                     raise NodeError(
@@ -124,7 +140,7 @@ def stop_processes(
 def check_ports_free(nodes: Iterable[DevNode]) -> None:
     """Raise NodeError naming the first port of `nodes` another process has taken."""
     for node in nodes:
-        for port in (node.port, node.controller_port):
+        for port in node.own_ports:
             if port_accepts(port):
                 raise NodeError(f"port {port} of node {node.id} is taken by another process")
 

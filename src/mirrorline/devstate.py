@@ -2,8 +2,10 @@
 
 ``clusters.json`` is the record of what runs, one entry per running cluster:
 alias, cluster id, directory, security and its nodes (id, ports, directory, pid;
-no pid for a node stopped on purpose), plus the bootstrap servers for other
-readers. The file is replaced atomically, so a reader never sees half of it.
+no pid for a node stopped on purpose), its WAN link if it has one (latency,
+jitter, bandwidth, the proxy server's pid and API port; see `devlink`), plus the
+bootstrap servers for other readers (the proxy's addresses behind a link).
+The file is replaced atomically, so a reader never sees half of it.
 ``clusters.properties`` names the clusters in MirrorMaker 2's format; topics that
 Mirrorline creates get as many replicas as the smallest cluster allows (at most 3).
 """
@@ -15,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from mirrorline.devlink import LinkState
 from mirrorline.devnode import DevNode
 from mirrorline.devsecurity import DevSecurity
 
@@ -41,6 +44,7 @@ class DevCluster:
     directory: str
     nodes: tuple[DevNode, ...]
     security: str = "plaintext"
+    link: LinkState | None = None  # clients reach the nodes through this simulated WAN link
 
     @property
     def bootstrap_servers(self) -> str:
@@ -66,19 +70,23 @@ class DevCluster:
             "directory": self.directory,
             "security": self.security,
             "nodes": [node.__dict__ for node in self.nodes],
+            "link": None if self.link is None else self.link.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, entry: dict[str, object]) -> DevCluster:
-        nodes = entry["nodes"]
+        nodes, link = entry["nodes"], entry.get("link")
         if not isinstance(nodes, list):
             raise TypeError("nodes is not a list")
+        if link is not None and not isinstance(link, dict):
+            raise TypeError("link is not an object")
         return cls(
             alias=str(entry["alias"]),
             cluster_id=str(entry["cluster_id"]),
             directory=str(entry["directory"]),
             security=str(entry.get("security", "plaintext")),
             nodes=tuple(DevNode(**node) for node in nodes),
+            link=None if link is None else LinkState.from_dict(link),
         )
 
 
@@ -101,10 +109,12 @@ class NodeHealth:
 class ClusterHealth:
     cluster: DevCluster
     nodes: tuple[NodeHealth, ...]
+    link_alive: bool | None = None  # None: the cluster has no link
 
     @property
     def up(self) -> bool:
-        return all(n.process_alive and n.reachable for n in self.nodes)
+        nodes_up = all(n.process_alive and n.reachable for n in self.nodes)
+        return nodes_up and self.link_alive is not False
 
 
 def read_state(path: Path) -> list[DevCluster]:

@@ -53,6 +53,8 @@ def test_same_names_pass_through_and_lists_are_normalised() -> None:
         ("fetch.max.wait.ms", "250", "consumer", ("fetch.wait.max.ms", "250")),
         ("send.buffer.bytes", "131072", "producer", ("socket.send.buffer.bytes", "131072")),
         ("receive.buffer.bytes", "65536", "consumer", ("socket.receive.buffer.bytes", "65536")),
+        ("receive.buffer.bytes", "-1", "consumer", ("socket.receive.buffer.bytes", "0")),
+        ("send.buffer.bytes", "-1", "producer", ("socket.send.buffer.bytes", "0")),
         ("buffer.memory", "33554432", "producer", ("queue.buffering.max.kbytes", "32768")),
         ("buffer.memory", "1000", "producer", ("queue.buffering.max.kbytes", "1")),
         ("request.timeout.ms", "30000", "producer", ("request.timeout.ms", "30000")),

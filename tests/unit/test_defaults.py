@@ -150,6 +150,10 @@ def test_client_role_defaults(flow: FlowConfig) -> None:
     assert source_consumer["enable.auto.commit"] == "false"
     assert source_consumer["client.id"] == "mirrorline|A->B|source-consumer"
     assert source_consumer.setting("isolation.level").origin.is_default
+    # The client that crosses the WAN lets the OS size (autotune) its receive window.
+    assert flow.java_client_settings("source", "consumer")["receive.buffer.bytes"] == "-1"
+    assert source_consumer["socket.receive.buffer.bytes"] == "0"
+    assert "receive.buffer.bytes" not in flow.java_client_settings("target", "consumer")
     target_producer = flow.client_settings("target", "producer")
     assert target_producer["acks"] == "all"
     assert target_producer["enable.idempotence"] == "true"

@@ -95,3 +95,7 @@ def test_spark_gets_the_source_consumers_settings_without_those_it_manages():
     options = context.spark_source_options()
     assert options["kafka.bootstrap.servers"] == "a:9092"
     assert not any(key.endswith(("auto.offset.reset", "group.id")) for key in options)
+    # Spark's consumer reads across the WAN: its receive window is the OS's (autotuned).
+    assert options["kafka.receive.buffer.bytes"] == "-1"
+    sized = FlowContext(_flow("A.consumer.receive.buffer.bytes = 4194304\n"))
+    assert sized.spark_source_options()["kafka.receive.buffer.bytes"] == "4194304"

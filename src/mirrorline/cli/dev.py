@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mirrorline.devcluster import DEFAULT_ALIASES, ClusterHealth, DevClusterError, DevClusters
+from mirrorline.devlatency import Link, LinkError
 from mirrorline.jvm import JvmSetupError
 
 dev_app = typer.Typer(
@@ -54,6 +55,22 @@ def up(
         help="Nodes per cluster (each broker and controller). 3 or more: topics get 3 "
         "replicas and min.insync.replicas=2; 2: 2 replicas; 1: one replica.",
     ),
+    latency_ms: int | None = typer.Option(
+        None,
+        "--latency-ms",
+        min=0,
+        help="Put the clusters behind a simulated WAN link of this round trip: every "
+        "client connection crosses a Toxiproxy proxy (built with Go on first use).",
+        show_default=False,
+    ),
+    jitter_ms: int = typer.Option(0, "--jitter-ms", min=0, help="The link's jitter (ms)."),
+    bandwidth: int | None = typer.Option(
+        None,
+        "--bandwidth",
+        min=1,
+        help="The link's bandwidth per direction and connection, KiB/s (default: unlimited).",
+        show_default=False,
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Start one Kafka cluster per alias and write a properties file naming them.
@@ -65,10 +82,17 @@ def up(
     dev = DevClusters(directory)
     progress = None if as_json else (lambda msg: err.print(f"[dim]{msg}[/dim]"))
     try:
+        if latency_ms is None and (jitter_ms or bandwidth is not None):
+            raise LinkError("--jitter-ms and --bandwidth describe a link: give --latency-ms too")
+        link = None if latency_ms is None else Link(latency_ms, jitter_ms, bandwidth)
         started = dev.up(
-            clusters.split(","), brokers=brokers, progress=progress, security=security.lower()
+            clusters.split(","),
+            brokers=brokers,
+            progress=progress,
+            security=security.lower(),
+            link=link,
         )
-    except (DevClusterError, JvmSetupError) as exc:
+    except (DevClusterError, JvmSetupError, LinkError) as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
         raise _fail("interrupted; the clusters started so far were stopped", 130) from None
@@ -88,7 +112,8 @@ def up(
         )
         return
     for cluster in started:
-        out.print(f"{cluster.alias}: {cluster.bootstrap_servers} ({cluster.security})")
+        behind = f", behind a link of {cluster.link.link.describe()}" if cluster.link else ""
+        out.print(f"{cluster.alias}: {cluster.bootstrap_servers} ({cluster.security}{behind})")
     out.print(f"properties file: {dev.properties_file}")
     if any(c.security != "plaintext" for c in started):
         out.print(f"secrets: {dev.security.secrets_file}  CA certificate: {dev.security.ca_file}")
@@ -119,6 +144,14 @@ def status(directory: Path = DirOption, as_json: bool = JsonOption) -> None:
                     n.node.directory,
                 )
         out.print(table)
+        for h in health:
+            if h.cluster.link is not None:
+                state = "up" if h.link_alive else "DOWN"
+                out.print(
+                    f"{h.cluster.alias}: clients reach it through a link of "
+                    f"{h.cluster.link.link.describe()} (proxy pid {h.cluster.link.pid}, "
+                    f"API port {h.cluster.link.api_port}: {state})"
+                )
     if not health or not all(h.up for h in health):
         raise typer.Exit(1)
 
@@ -132,11 +165,16 @@ def _status_doc(health: ClusterHealth) -> dict[str, object]:
         "security": cluster.security,
         "directory": cluster.directory,
         "up": health.up,
+        "link": None
+        if cluster.link is None
+        else {**cluster.link.to_dict(), "alive": health.link_alive},
         "nodes": [
             {
                 "id": n.node.id,
                 "port": n.node.port,
                 "controller_port": n.node.controller_port,
+                "internal_port": n.node.internal_port,
+                "proxy_port": n.node.proxy_port,
                 "pid": n.node.pid,
                 "state": n.state,
                 "process_alive": n.process_alive,

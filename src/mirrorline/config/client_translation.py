@@ -9,7 +9,8 @@ says:
   (a few enumerations are checked and normalised);
 * **renamed**: `sasl.mechanism` → `sasl.mechanisms`, `max.request.size` →
   `message.max.bytes`, `fetch.max.wait.ms` → `fetch.wait.max.ms`,
-  `send.buffer.bytes`/`receive.buffer.bytes` → `socket.*`,
+  `send.buffer.bytes`/`receive.buffer.bytes` → `socket.*` (-1, the operating
+  system's size, becomes librdkafka's 0),
   `buffer.memory` (bytes) → `queue.buffering.max.kbytes` (KiB), and
   `request.timeout.ms` → `socket.timeout.ms` for consumers and admin clients;
 * **special**: `sasl.jaas.config` (PLAIN, SCRAM, Kerberos keytab, OAuth
@@ -179,6 +180,8 @@ def _rename(name: str, value: str, client: ClientType) -> tuple[str, str]:
         return "partition.assignment.strategy", ",".join(names)
     if name == "sasl.mechanism":
         return "sasl.mechanisms", _one_of(text.upper(), _SASL_MECHANISMS)
+    if name in ("send.buffer.bytes", "receive.buffer.bytes") and text == "-1":
+        return _RENAMES[name], "0"  # the operating system's size: Java says -1, librdkafka 0
     return _RENAMES[name], text
 
 

@@ -139,6 +139,17 @@ def test_ring_of_three_and_one_cluster_stopping(two_clusters, spark, tmp_path):
             )
             states = {s.flow: s.state for s in driver.statuses()}
             assert states["east->west"] == "running"
+            # Back again: west->ring delivers what it held (and the driver stops between
+            # batches, not after abandoning one written to a cluster that is gone).
+            private.start("ring", die_with_parent=True)
+            _expect(
+                {
+                    east: {f"{p}.t": 15, f"ring.{p}.t": 30, f"ring.west.{p}.t": 20},
+                    west: {f"{p}.t": 20, f"east.{p}.t": 15, f"east.ring.{p}.t": 30},
+                    ring: {f"{p}.t": 30, f"west.{p}.t": 20, f"west.east.{p}.t": 15},
+                },
+                p,
+            )
     finally:
         private.down()
 

@@ -13,7 +13,15 @@ from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group, transactional_id
 from mirrorline.kafka import ClusterClients
 from support.driving import running_driver, write_config
-from support.kafka_io import Record, consume, create_topic, end_offsets, produce, unique_name
+from support.kafka_io import (
+    Record,
+    consume,
+    consume_to_end,
+    create_topic,
+    end_offsets,
+    produce,
+    unique_name,
+)
 from support.wait import wait_until
 
 FLOW = "east->west"
@@ -196,7 +204,7 @@ def test_driver_in_exactly_once_mode_restarts_without_duplicates(two_clusters, s
             timeout=120,
             what="the next 1,000 records after the restart",
         )
-    got = consume(west.bootstrap_servers, remote, expected=5001, timeout=20)
+    got = consume_to_end(west.bootstrap_servers, remote)
     assert len(got) == 5000, "each record exactly once"
     per_partition = {}
     for r in sorted(got, key=lambda r: (r.partition, r.offset)):

@@ -24,6 +24,9 @@ from support.kafka_io import (
 )
 from support.wait import wait_until
 
+# Changes of the committing group: each one must be checkpointed on its own.
+CHANGES = 12
+
 
 def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, spark, tmp_path):
     east, west = two_clusters
@@ -88,7 +91,7 @@ def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, 
             )
 
             # A group that keeps committing: one checkpoint per change, latency measured.
-            for step in range(1, 41):
+            for step in range(1, CHANGES + 1):
                 commit_offsets(east.bootstrap_servers, busy, topic, {0: step * 20, 1: step * 20})
                 wait_until(
                     lambda step=step: (

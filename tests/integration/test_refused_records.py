@@ -16,6 +16,7 @@ from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     consume,
+    consume_to_end,
     create_topic,
     end_offsets,
     produce,
@@ -124,9 +125,9 @@ def test_tolerant_mode_skips_counts_and_dead_letters_the_refused_record(
     assert status.counters["records_dead_lettered"] == 1
     assert "source offset 4" in status.refusals[-1] and f"{remote}[0]" in status.refusals[-1]
 
-    copies = consume(west.bootstrap_servers, remote, expected=6, timeout=10)
+    copies = consume_to_end(west.bootstrap_servers, remote)
     assert [c.key for c in copies] == [b"small"] * 3 + [b"before", b"after"]
-    [letter] = consume(west.bootstrap_servers, dead_letters, expected=2, timeout=10)
+    [letter] = consume_to_end(west.bootstrap_servers, dead_letters)
     assert (letter.key, letter.value) == (b"big", b"y" * 50_000)
     headers = {k: v.decode() for k, v in letter.headers}
     assert headers["app"] == "kept"

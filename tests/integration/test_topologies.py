@@ -80,13 +80,19 @@ def test_bidirectional_default_policy(two_clusters, spark, tmp_path):
 
 
 def test_chain_and_fan_out(three_clusters, spark, tmp_path):
+    """One driver: a chain east -> west -> central (topics `p`) and a fan-out
+    east -> west, east -> central (topics `q`); each flow's filter keeps the other
+    shape's topics out of it."""
     east, west, central = three_clusters
-    p = unique_name("chain")
+    p, q = unique_name("chain"), unique_name("fanout")
     _populate(east, f"{p}.t", 100)
+    _populate(east, f"{q}.t", 40)
     config = write_config(
         tmp_path / "c.properties",
         [east, west, central],
-        _flows("east->west", "west->central", topics=f".*{p}.*"),
+        _flows("east->west", topics=f".*{p}.*, .*{q}.*")
+        + _flows("west->central", topics=f".*{p}.*")
+        + _flows("east->central", topics=f".*{q}.*"),
     )
     with running_driver(config, spark, tmp_path / "w"):
         _expect(
@@ -97,15 +103,6 @@ def test_chain_and_fan_out(three_clusters, spark, tmp_path):
             },
             p,
         )
-
-    q = unique_name("fanout")
-    _populate(east, f"{q}.t", 40)
-    config = write_config(
-        tmp_path / "f.properties",
-        [east, west, central],
-        _flows("east->west", "east->central", topics=f".*{q}.*"),
-    )
-    with running_driver(config, spark, tmp_path / "w2"):
         _expect({east: {f"{q}.t": 40}, west: {f"east.{q}.t": 40}, central: {f"east.{q}.t": 40}}, q)
 
 
@@ -142,6 +139,17 @@ def test_ring_of_three_and_one_cluster_stopping(two_clusters, spark, tmp_path):
             )
             states = {s.flow: s.state for s in driver.statuses()}
             assert states["east->west"] == "running"
+            # Back again: west->ring delivers what it held (and the driver stops between
+            # batches, not after abandoning one written to a cluster that is gone).
+            private.start("ring", die_with_parent=True)
+            _expect(
+                {
+                    east: {f"{p}.t": 15, f"ring.{p}.t": 30, f"ring.west.{p}.t": 20},
+                    west: {f"{p}.t": 20, f"east.{p}.t": 15, f"east.ring.{p}.t": 30},
+                    ring: {f"{p}.t": 30, f"west.{p}.t": 20, f"west.east.{p}.t": 15},
+                },
+                p,
+            )
     finally:
         private.down()
 

@@ -33,7 +33,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ REPO = BENCH_DIR.parent
 # Run the Mirrorline of this checkout, with the test suite's harness.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from benchlib.common import SOURCE, TARGET, say  # noqa: E402
+from benchlib.common import SOURCE, TARGET, say, stop_on_sigterm  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.memory_log import MemoryLog  # noqa: E402
 
@@ -237,10 +236,7 @@ def main(argv: list[str]) -> int:
     args = parse_options(argv)
     command = shlex.join(["python", "benchmarks/chaos.py", *argv])
 
-    def terminate(signum, _frame) -> None:
-        raise SystemExit(f"stopped by {signal.Signals(signum).name}")
-
-    signal.signal(signal.SIGTERM, terminate)
+    stop_on_sigterm()
     began = time.monotonic()
     memory = MemoryLog(os.getpid()) if args.soak is not None else None
     try:

@@ -28,7 +28,6 @@ import json
 import random
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -40,7 +39,7 @@ REPO = BENCH_DIR.parent
 # Drill the Mirrorline of this checkout, whatever else the environment has installed.
 sys.path.insert(0, str(REPO / "src"))
 
-from benchlib.common import SOURCE, TARGET, BenchmarkError, say, wait_for  # noqa: E402
+from benchlib.common import SOURCE, TARGET, BenchmarkError, say, stop_on_sigterm, wait_for  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import OffsetWatcher, clusters_running, create_topic  # noqa: E402
 from benchlib.replicators import (  # noqa: E402
@@ -624,10 +623,7 @@ def main(argv: list[str]) -> int:
     opts = parse_options(argv)
     command = shlex.join(["python", "benchmarks/failover_drill.py", *argv])
 
-    def terminate(signum, _frame) -> None:
-        raise SystemExit(f"stopped by {signal.Signals(signum).name}")
-
-    signal.signal(signal.SIGTERM, terminate)
+    stop_on_sigterm()
     try:
         report = run(opts, command)
     except BenchmarkError as exc:

@@ -28,7 +28,6 @@ import datetime as dt
 import json
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 import benchlib  # noqa: F401  (puts this checkout's src/ first on the path)
 from benchlib import client_check, report
 from benchlib.backlog import measure_backlog
-from benchlib.common import BENCH_DIR, SOURCE, TARGET, BenchmarkError, say
+from benchlib.common import BENCH_DIR, SOURCE, TARGET, BenchmarkError, say, stop_on_sigterm
 from benchlib.contenders import (
     BASELINE,
     CONTENDERS,
@@ -257,10 +256,7 @@ def main(argv: list[str]) -> int:
     args = parse_options(argv)
     command = shlex.join(["python", "benchmarks/wan_throughput.py", *argv])
 
-    def terminate(signum, _frame) -> None:
-        raise SystemExit(f"stopped by {signal.Signals(signum).name}")
-
-    signal.signal(signal.SIGTERM, terminate)
+    stop_on_sigterm()
     try:
         result = run(args, command)
     except BenchmarkError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,15 @@ POLL_S = 0.1  # how often progress on the target is looked at
 
 class BenchmarkError(RuntimeError):
     """The benchmark cannot go on; the message says what happened and where to look."""
+
+
+def stop_on_sigterm() -> None:
+    """Let SIGTERM end a benchmark as Ctrl-C does: its `finally` blocks stop what it started."""
+
+    def terminate(signum, _frame) -> None:
+        raise SystemExit(f"stopped by {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, terminate)
 
 
 def say(message: str) -> None:

@@ -28,7 +28,13 @@ from mirrorline.group_offsets import (
     commit_offsets,
     describe_group,
 )
-from mirrorline.kafka import ClientConfig, ClusterClients, KafkaOperationError, partition_offsets
+from mirrorline.kafka import (
+    FETCH_WAIT_MS,
+    ClientConfig,
+    ClusterClients,
+    KafkaOperationError,
+    partition_offsets,
+)
 
 Partition = tuple[str, int]
 # How far back from a partition's end the newest record is looked for at first;
@@ -136,6 +142,7 @@ class ClusterAccess:
             {
                 **self.consumer_settings,
                 "group.id": "mirrorline-failover-reader",
+                "fetch.wait.max.ms": FETCH_WAIT_MS,
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "isolation.level": "read_committed",

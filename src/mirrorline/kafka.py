@@ -165,6 +165,10 @@ def partition_offsets(
     return offsets
 
 
+#: How long a broker may hold a fetch of a reader that reads what is already there.
+FETCH_WAIT_MS = 10
+
+
 def read_to_end(
     consumer_settings: Mapping[str, object],
     topic: str,
@@ -190,6 +194,9 @@ def read_to_end(
             "group.id": f"mirrorline-reader-{topic}",
             "enable.auto.commit": False,
             "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+            # A partition just assigned is otherwise first fetched after the broker's
+            # full wait (500 ms by default), though its records are there.
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
         }
     )
     try:

@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirrorline.control.translation import SourcePartition, Translation
 from mirrorline.flow_context import FlowContext
+from mirrorline.kafka import FETCH_WAIT_MS
 
 __all__ = ["TimestampTranslator"]
 
@@ -81,6 +82,7 @@ def _consumer(settings) -> Consumer:
         {
             **settings,
             "group.id": "mirrorline-timestamp-translation",
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
             "enable.auto.commit": False,
             "enable.partition.eof": True,
         }

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import FETCH_WAIT_MS, KafkaOperationError
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ def committed_offsets(
         {
             **consumer_settings,
             "group.id": f"mirrorline-mm2-offsets-{topic}",
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
         }

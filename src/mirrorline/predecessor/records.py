@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, TopicPartition
 
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import FETCH_WAIT_MS, KafkaOperationError
 
 __all__ = ["read_digests"]
 
@@ -46,6 +46,7 @@ def read_digests(
         {
             **consumer_settings,
             "group.id": "mirrorline-handover",
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
             "enable.auto.commit": False,
             "isolation.level": "read_committed" if committed else "read_uncommitted",
         }

@@ -25,10 +25,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from mirrorline.engine.provenance import HEADER
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import FETCH_WAIT_MS, KafkaOperationError
 from mirrorline.verification.compare import Headers, Record
 
 BATCH = 20_000  # records asked of the consumer at once
@@ -40,6 +40,9 @@ _SETTINGS = {
     "fetch.max.bytes": 64 * 1024 * 1024,
     "max.partition.fetch.bytes": 16 * 1024 * 1024,
     "queued.min.messages": 200_000,
+    # Each partition is assigned when its turn comes: without this its first fetch
+    # waits the broker's full 500 ms (2,000 partitions of one record: 100 s per 200).
+    "fetch.wait.max.ms": FETCH_WAIT_MS,
 }
 
 
@@ -57,6 +60,14 @@ class PartitionReader:
         self._consumer = Consumer({**consumer_settings, **_SETTINGS})
         self._what = what
         self._timeout = timeout
+        # Every topic's leaders at once: a partition of a topic the consumer has no
+        # metadata for is first fetched about a second after its assignment (200
+        # topics: 200 s), one of a known topic at once.
+        try:
+            self._consumer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            self._consumer.close()
+            raise KafkaOperationError(f"{what}: cannot read its metadata: {exc}") from None
 
     def open(
         self,

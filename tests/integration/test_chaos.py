@@ -21,6 +21,7 @@ from support.chaos_harness import ChaosPlan, run_chaos
 SCHEDULE = "rolling-restart,leader-kill:east,driver-kill"
 
 
+@pytest.mark.field
 @pytest.mark.timeout(900)
 def test_both_modes_keep_their_guarantees_through_restarts_and_kills(tmp_path):
     dev = DevClusters(tmp_path / "clusters")

@@ -7,14 +7,18 @@ The second time it is not killed but stopped as a service manager stops a
 service, by SIGTERM to its whole process group: it must exit with code 0, print
 no traceback, and write again at most the one batch it had in flight.
 Afterwards the target must hold every source record with the same key, value,
-headers and timestamp, in source order per partition (at-least-once mode): the
-only extra records are re-read runs, each starting at a restart, going
-back to an earlier source record and continuing in order; one kill re-writes
-at most two micro-batches (`max.poll.records` x partitions records each: the
-driver saves one batch's progress while the next one is written).
+headers and timestamp, in source order per partition:
 
-Exactly-once mode through a driver kill (every record exactly once) is part
-of the chaos run, `test_chaos.py`.
+- at-least-once (the default): the only extra records are re-read runs, each
+  starting at a restart, going back to an earlier source record and continuing
+  in order; one kill re-writes at most two micro-batches
+  (`max.poll.records` x partitions records each: the driver saves one batch's
+  progress while the next one is written);
+- exactly-once (`exactly.once.source.support = enabled`, read back with
+  `isolation.level=read_committed`): every record exactly once.
+
+Broker restarts and kills beside driver kills are the chaos run's
+(`test_chaos.py`, `make field-test`).
 
 The kill moments are random: set `MIRRORLINE_CRASH_SEED` to replay a run's
 choices (the seed is printed; run pytest with `-s` to see it and the counts).
@@ -27,7 +31,7 @@ import random
 
 import pytest
 
-from support.crash_harness import AT_LEAST_ONCE, Scenario, run_crash_scenario
+from support.crash_harness import AT_LEAST_ONCE, EXACTLY_ONCE, Scenario, run_crash_scenario
 
 
 def _seed() -> int:
@@ -37,8 +41,10 @@ def _seed() -> int:
 
 # A driver start takes 10-15 s on a quiet machine and up to a minute on a busy one.
 @pytest.mark.timeout(1200)
-def test_killed_or_stopped_driver_loses_nothing(two_clusters, tmp_path):
-    mode = AT_LEAST_ONCE
+@pytest.mark.parametrize(
+    "mode", [AT_LEAST_ONCE, EXACTLY_ONCE], ids=lambda m: m.name.replace("-", "_")
+)
+def test_killed_or_stopped_driver_loses_nothing(two_clusters, tmp_path, mode):
     east, west = two_clusters
     scenario = Scenario(
         records=120_000,
@@ -61,3 +67,5 @@ def test_killed_or_stopped_driver_loses_nothing(two_clusters, tmp_path):
     assert [k.terminated for k in report.kills] == [False, True, False]
     assert report.records == 120_000
     assert report.violations() == [], "\n".join([report.summary(), *report.violations()])
+    if mode.exactly_once:
+        assert report.replicated == report.records

@@ -29,11 +29,11 @@ from mirrorline.group_offsets import (
     describe_group,
 )
 from mirrorline.kafka import (
-    FETCH_WAIT_MS,
     ClientConfig,
     ClusterClients,
     KafkaOperationError,
     partition_offsets,
+    reading_consumer,
 )
 
 Partition = tuple[str, int]
@@ -138,15 +138,11 @@ class ClusterAccess:
         ones hold no record (transaction markers).
         """
         newest: dict[Partition, int | None] = {}
-        consumer = Consumer(
-            {
-                **self.consumer_settings,
-                "group.id": "mirrorline-failover-reader",
-                "fetch.wait.max.ms": FETCH_WAIT_MS,
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "isolation.level": "read_committed",
-            }
+        consumer = reading_consumer(
+            self.consumer_settings,
+            "mirrorline-failover-reader",
+            committed=True,
+            **{"enable.partition.eof": False},
         )
         try:
             for tp, end in sorted(ends.items()):

@@ -165,8 +165,30 @@ def partition_offsets(
     return offsets
 
 
-#: How long a broker may hold a fetch of a reader that reads what is already there.
-FETCH_WAIT_MS = 10
+def reading_consumer(
+    consumer_settings: Mapping[str, object],
+    group: str,
+    *,
+    committed: bool,
+    **overrides: object,
+) -> Consumer:
+    """A consumer that reads what a cluster already holds, by explicit assignment.
+
+    The group is never joined and nothing is committed. Brokers may hold its
+    fetches only briefly: a partition just assigned would otherwise be first
+    fetched after the broker's full wait (500 ms by default) though its records
+    are there, which a reader of many partitions pays once per partition.
+    """
+    return Consumer(
+        {
+            **consumer_settings,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+            "fetch.wait.max.ms": 10,
+            **overrides,
+        }
+    )
 
 
 def read_to_end(
@@ -188,16 +210,8 @@ def read_to_end(
     `missing_ok` (a topic nobody has written yet); so does a read that
     outlasts `timeout`.
     """
-    consumer = Consumer(
-        {
-            **consumer_settings,
-            "group.id": f"mirrorline-reader-{topic}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-            # A partition just assigned is otherwise first fetched after the broker's
-            # full wait (500 ms by default), though its records are there.
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-        }
+    consumer = reading_consumer(
+        consumer_settings, f"mirrorline-reader-{topic}", committed=read_committed
     )
     try:
         tp = TopicPartition(topic, partition)

@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirrorline.control.translation import SourcePartition, Translation
 from mirrorline.flow_context import FlowContext
-from mirrorline.kafka import FETCH_WAIT_MS
+from mirrorline.kafka import reading_consumer
 
 __all__ = ["TimestampTranslator"]
 
@@ -78,14 +78,12 @@ class TimestampTranslator:
 
 
 def _consumer(settings) -> Consumer:
-    return Consumer(
-        {
-            **settings,
-            "group.id": "mirrorline-timestamp-translation",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
+    # librdkafka reads committed unless told otherwise; so it always did here.
+    return reading_consumer(
+        settings,
+        "mirrorline-timestamp-translation",
+        committed=True,
+        **{"enable.partition.eof": True},
     )
 
 

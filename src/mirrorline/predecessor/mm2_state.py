@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorline.kafka import FETCH_WAIT_MS, KafkaOperationError
+from mirrorline.kafka import KafkaOperationError, reading_consumer
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +64,8 @@ def committed_offsets(
     None when the topic does not exist (no MM2 ran against this target); MM2
     creates it when it starts, before it copies anything.
     """
-    consumer = Consumer(
-        {
-            **consumer_settings,
-            "group.id": f"mirrorline-mm2-offsets-{topic}",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
+    consumer = reading_consumer(
+        consumer_settings, f"mirrorline-mm2-offsets-{topic}", committed=True
     )
     try:
         partitions = _partitions(consumer, topic, timeout)

@@ -6,9 +6,9 @@ import hashlib
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
-from mirrorline.kafka import FETCH_WAIT_MS, KafkaOperationError
+from mirrorline.kafka import KafkaOperationError, reading_consumer
 
 __all__ = ["read_digests"]
 
@@ -42,15 +42,7 @@ def read_digests(
     (None: the partition's end as of the call) and at most `limit` records."""
     if limit == 0:
         return []
-    consumer = Consumer(
-        {
-            **consumer_settings,
-            "group.id": "mirrorline-handover",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed" if committed else "read_uncommitted",
-        }
-    )
+    consumer = reading_consumer(consumer_settings, "mirrorline-handover", committed=committed)
     topic, number = partition
     try:
         if end is None:

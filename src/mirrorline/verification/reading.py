@@ -25,24 +25,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, Message, TopicPartition
 
 from mirrorline.engine.provenance import HEADER
-from mirrorline.kafka import FETCH_WAIT_MS, KafkaOperationError
+from mirrorline.kafka import KafkaOperationError, reading_consumer
 from mirrorline.verification.compare import Headers, Record
 
 BATCH = 20_000  # records asked of the consumer at once
-_SETTINGS = {
-    "group.id": "mirrorline-verify",  # required by librdkafka; never joined (assign only)
-    "enable.auto.commit": False,
+_FETCHING = {
     "enable.auto.offset.store": False,
-    "isolation.level": "read_committed",
     "fetch.max.bytes": 64 * 1024 * 1024,
     "max.partition.fetch.bytes": 16 * 1024 * 1024,
     "queued.min.messages": 200_000,
-    # Each partition is assigned when its turn comes: without this its first fetch
-    # waits the broker's full 500 ms (2,000 partitions of one record: 100 s per 200).
-    "fetch.wait.max.ms": FETCH_WAIT_MS,
 }
 
 
@@ -57,7 +51,11 @@ class PartitionReader:
     def __init__(
         self, consumer_settings: Mapping[str, Any], what: str, *, timeout: float = 30.0
     ) -> None:
-        self._consumer = Consumer({**consumer_settings, **_SETTINGS})
+        # Each partition is assigned when its turn comes: a reader of what is there
+        # (2,000 partitions of one record took 100 s per 200 with the broker's fetch wait).
+        self._consumer = reading_consumer(
+            consumer_settings, "mirrorline-verify", committed=True, **_FETCHING
+        )
         self._what = what
         self._timeout = timeout
         # Every topic's leaders at once: a partition of a topic the consumer has no

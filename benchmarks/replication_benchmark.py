@@ -37,7 +37,16 @@ from pathlib import Path
 import benchlib  # noqa: F401  (puts this checkout's src/ first on the path)
 from benchlib import chart, client_check, report
 from benchlib.backlog import measure_backlog
-from benchlib.common import BENCH_DIR, REPO, SOURCE, TARGET, BenchmarkError, say, stop_on_sigterm
+from benchlib.common import (
+    BENCH_DIR,
+    REPO,
+    SOURCE,
+    TARGET,
+    BenchmarkError,
+    names_among,
+    say,
+    stop_on_sigterm,
+)
 from benchlib.contenders import (
     BASELINE,
     CONTENDERS,
@@ -58,16 +67,6 @@ README_MARKERS = ("<!-- benchmark-table:start -->", "<!-- benchmark-table:end --
 # Records each broker writes and serves before the first measured run (see `warm_up`):
 # enough for its compiler to settle, measured with 1 KiB records on this machine.
 WARM_UP_RECORDS = 500_000
-
-
-def _names(text: str, known: dict, what: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown {what} {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}"
-        )
-    return [n for n in known if n in names]  # always in the same order
 
 
 def parse_options(argv: list[str]) -> argparse.Namespace:
@@ -93,13 +92,13 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--workloads",
-        type=lambda t: _names(t, WORKLOADS, "workload"),
+        type=lambda t: names_among(t, WORKLOADS, "workload"),
         default=list(WORKLOADS),
         help=f"comma list (default: all of {','.join(WORKLOADS)})",
     )
     parser.add_argument(
         "--contenders",
-        type=lambda t: _names(t, CONTENDERS, "contender"),
+        type=lambda t: names_among(t, CONTENDERS, "contender"),
         default=list(CONTENDERS),
         help=f"comma list (default: all of {','.join(CONTENDERS)}); ratios need {BASELINE}",
     )

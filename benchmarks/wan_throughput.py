@@ -37,7 +37,15 @@ from pathlib import Path
 import benchlib  # noqa: F401  (puts this checkout's src/ first on the path)
 from benchlib import client_check, report
 from benchlib.backlog import measure_backlog
-from benchlib.common import BENCH_DIR, SOURCE, TARGET, BenchmarkError, say, stop_on_sigterm
+from benchlib.common import (
+    BENCH_DIR,
+    SOURCE,
+    TARGET,
+    BenchmarkError,
+    names_among,
+    say,
+    stop_on_sigterm,
+)
 from benchlib.contenders import (
     BASELINE,
     CONTENDERS,
@@ -73,14 +81,6 @@ def _ints(text: str) -> list[int]:
     return values
 
 
-def _subset(text: str, known: tuple[str, ...], what: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown {what} {unknown}; choose from {known}")
-    return [n for n in known if n in names]
-
-
 def parse_options(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Mirrorline and MirrorMaker 2 reading a source cluster across a "
@@ -96,13 +96,13 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=8, help="partitions (%(default)s)")
     parser.add_argument(
         "--workloads",
-        type=lambda t: _subset(t, WAN_WORKLOADS, "workload"),
+        type=lambda t: names_among(t, WAN_WORKLOADS, "workload"),
         default=list(WAN_WORKLOADS),
         help=f"comma list of {','.join(WAN_WORKLOADS)}",
     )
     parser.add_argument(
         "--contenders",
-        type=lambda t: _subset(t, WAN_CONTENDERS, "contender"),
+        type=lambda t: names_among(t, WAN_CONTENDERS, "contender"),
         default=list(WAN_CONTENDERS),
         help=f"comma list of {','.join(WAN_CONTENDERS)} (ratios need {BASELINE})",
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from benchlib import BENCH_DIR, REPO
@@ -17,7 +18,9 @@ __all__ = [
     "TARGET",
     "POLL_S",
     "BenchmarkError",
+    "names_among",
     "say",
+    "stop_on_sigterm",
     "wait_for",
     "percentile",
     "tail",
@@ -29,6 +32,19 @@ POLL_S = 0.1  # how often progress on the target is looked at
 
 class BenchmarkError(RuntimeError):
     """The benchmark cannot go on; the message says what happened and where to look."""
+
+
+def names_among(text: str, known: Iterable[str], what: str) -> list[str]:
+    """An option's comma list of `known` names, in `known`'s order (argparse type)."""
+    choices = list(known)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in choices]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown {what} {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(choices)}"
+        )
+    return [n for n in choices if n in names]  # always in the same order
 
 
 def stop_on_sigterm() -> None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from mirrorline.devcluster import DevClusters
 from support.chaos_events import BrokerChaos, Event
 from support.chaos_replicators import ChaosFlow, Replicators
-from support.chaos_streams import NumberedStream, ReplicaWatcher
+from support.chaos_streams import NumberedStream, ReplicaWatcher, padded_records
 from support.crash_harness import AT_LEAST_ONCE, EXACTLY_ONCE
 from support.driver_process import run_mirrorline
 from support.kafka_io import create_topic, unique_name
@@ -157,7 +157,10 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         )
     streams = {
         f: NumberedStream(
-            dev.client_config(f.source), f.topic, plan.partitions, plan.rate, plan.value_bytes
+            dev.client_config(f.source),
+            f.topic,
+            plan.rate,
+            padded_records(plan.partitions, plan.value_bytes),
         )
         for f in flows
     }

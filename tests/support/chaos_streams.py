@@ -2,7 +2,8 @@
 
 `NumberedStream` produces records whose value starts with a sequence number
 (`b"<seq>:"`, as `replica_audit` reads them) at a steady rate for as long as
-the run lasts, idempotently and with `acks=all`, and with a delivery timeout
+the run lasts (or, held back by `released`, as the crash harness releases
+it), idempotently and with `acks=all`, and with a delivery timeout
 long enough to ride out broker restarts and outages: the source log holds each
 record once, and `acknowledged` says how many it holds.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -27,45 +29,53 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from support.kafka_io import unique_name
 from support.replica_audit import sequence_of
 
+Record = tuple[int, bytes, bytes, list | None]  # partition, key, value, headers
 
-def numbered_record(seq: int, partitions: int, value_bytes: int) -> tuple[int, bytes, bytes, list]:
-    """(partition, key, value, headers) of record `seq`: the value padded to `value_bytes`."""
-    head = b"%d:" % seq
-    value = head + b"x" * max(0, value_bytes - len(head))
-    headers = [("trace", b"%d" % seq)] if seq % 4 == 0 else []
-    return seq % partitions, b"k%d" % (seq % 1000), value, headers
+
+def padded_records(partitions: int, value_bytes: int) -> Callable[[int], Record]:
+    """Record `seq` of a stream over `partitions`: its value padded to `value_bytes`."""
+
+    def record(seq: int) -> Record:
+        head = b"%d:" % seq
+        value = head + b"x" * max(0, value_bytes - len(head))
+        headers = [("trace", b"%d" % seq)] if seq % 4 == 0 else []
+        return seq % partitions, b"k%d" % (seq % 1000), value, headers
+
+    return record
 
 
 class NumberedStream(threading.Thread):
-    """Numbered records into `topic` at `rate` per second until `stop()` (or `limit` records)."""
+    """Records `record(0)`, `record(1)`, ... into `topic` at `rate` per second, until
+    `stop()` or `limit` records, and never past `released()` (all of them by default)."""
 
     def __init__(
         self,
         config: dict[str, str],
         topic: str,
-        partitions: int,
         rate: int,
-        value_bytes: int = 64,
+        record: Callable[[int], Record],
         limit: int | None = None,
     ) -> None:
         super().__init__(name=f"stream-{topic}", daemon=True)
         self._config = {
             **config,
-            "enable.idempotence": True,
-            "acks": "all",
+            "enable.idempotence": True,  # and so acks=all
             "linger.ms": 5,
             # Through a rolling restart or an outage of the source: retry, never drop.
             "delivery.timeout.ms": 600_000,
         }
         self.topic = topic
-        self._partitions = partitions
         self._rate = rate
-        self._value_bytes = value_bytes
-        self._limit = limit
+        self._record = record
+        self.limit = limit
         self._halt = threading.Event()
         self.sent = 0
         self.acknowledged = 0
         self.failures: list[str] = []
+
+    def released(self) -> float:
+        """How many records may be sent by now (a subclass holds the stream back)."""
+        return float("inf") if self.limit is None else self.limit
 
     def run(self) -> None:
         producer = Producer(self._config)
@@ -76,16 +86,15 @@ class NumberedStream(threading.Thread):
             else:
                 self.failures.append(error.str())
 
-        began = time.monotonic()
+        allowance, last = 0.0, time.monotonic()
         try:
-            while not self._halt.is_set() and (self._limit is None or self.sent < self._limit):
-                due = int((time.monotonic() - began) * self._rate)
-                if self._limit is not None:
-                    due = min(due, self._limit)
-                while self.sent < due:
-                    partition, key, value, headers = numbered_record(
-                        self.sent, self._partitions, self._value_bytes
-                    )
+            while not self._halt.is_set() and (self.limit is None or self.sent < self.limit):
+                now = time.monotonic()
+                # Time spent held back earns no allowance: no burst after a release.
+                allowance = min(allowance + (now - last) * self._rate, self.released() - self.sent)
+                last = now
+                while allowance >= 1:
+                    partition, key, value, headers = self._record(self.sent)
                     try:
                         producer.produce(
                             self.topic,
@@ -99,12 +108,18 @@ class NumberedStream(threading.Thread):
                         producer.poll(0.05)
                         continue  # the same record again
                     self.sent += 1
+                    allowance -= 1
                 producer.poll(0.01)  # serves delivery reports; paces the loop
             remaining = producer.flush(600)
             if remaining:
                 self.failures.append(f"{remaining} records unacknowledged after 600 s")
         except Exception as exc:  # noqa: BLE001 - reported by check()
             self.failures.append(repr(exc))
+
+    @property
+    def finished(self) -> bool:
+        """Every record of a limited stream sent and acknowledged."""
+        return not self.is_alive() and self.acknowledged == self.limit
 
     def check(self) -> None:
         if self.failures:

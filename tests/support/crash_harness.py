@@ -17,7 +17,6 @@ Shared by `tests/integration/test_crash_safety.py` (small, both modes) and
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,12 +27,12 @@ from confluent_kafka import (
     Consumer,
     KafkaError,
     KafkaException,
-    Producer,
     TopicPartition,
 )
 
 from mirrorline.devcluster import DevCluster
 from mirrorline.engine.batch_commit import REPLAYED_BATCHES
+from support.chaos_streams import NumberedStream
 from support.driver_process import DriverProcess
 from support.driving import write_config
 from support.kafka_io import create_topic, unique_name
@@ -162,7 +161,7 @@ def numbered_record(seq: int, partitions: int, rng: random.Random):
     return seq % partitions, b"k%d" % (seq % 1000), value, headers
 
 
-class SteadyProducer(threading.Thread):
+class SteadyProducer(NumberedStream):
     """Streams numbered records round-robin over the partitions, so that it lasts through the kills.
 
     The stream is cut into `kills + 2` equal slices: the first is released at
@@ -175,77 +174,22 @@ class SteadyProducer(threading.Thread):
     """
 
     def __init__(self, bootstrap: str, topic: str, scenario: Scenario, seed: int) -> None:
-        super().__init__(name="crash-test-producer", daemon=True)
-        self._servers = bootstrap
-        self._topic = topic
-        self._scenario = scenario
-        self._rng = random.Random(seed)
-        self._halt = threading.Event()
+        rng = random.Random(seed)
+        super().__init__(
+            {"bootstrap.servers": bootstrap},
+            topic,
+            scenario.rate,
+            lambda seq: numbered_record(seq, scenario.partitions, rng),
+            limit=scenario.records,
+        )
         self._slices = scenario.kills + 2
         self._released = 1
-        self.acknowledged = 0
-        self.failures: list[str] = []
 
     def release_slice(self) -> None:
         self._released = min(self._slices, self._released + 1)
 
-    def run(self) -> None:
-        producer = Producer(
-            {"bootstrap.servers": self._servers, "enable.idempotence": True, "linger.ms": 10}
-        )
-
-        def delivered(error, _msg) -> None:
-            if error is None:
-                self.acknowledged += 1
-            else:
-                self.failures.append(error.str())
-
-        total, rate = self._scenario.records, self._scenario.rate
-        sent, allowance, last = 0, 0.0, time.monotonic()
-        try:
-            while sent < total and not self._halt.is_set():
-                now = time.monotonic()
-                released = total * self._released // self._slices
-                # Time spent waiting for a release earns no allowance: no burst after it.
-                allowance = min(allowance + (now - last) * rate, released - sent)
-                last = now
-                while allowance >= 1:
-                    partition, key, value, headers = numbered_record(
-                        sent, self._scenario.partitions, self._rng
-                    )
-                    try:
-                        producer.produce(
-                            self._topic,
-                            key=key,
-                            value=value,
-                            partition=partition,
-                            headers=headers,
-                            on_delivery=delivered,
-                        )
-                    except BufferError:
-                        producer.poll(0.05)
-                        continue  # the same record again
-                    sent += 1
-                    allowance -= 1
-                producer.poll(0.01)  # serves delivery reports; paces the loop
-            remaining = producer.flush(60)
-            if remaining:
-                self.failures.append(f"{remaining} records unacknowledged after 60s")
-        except Exception as exc:  # noqa: BLE001 - reported by check()
-            self.failures.append(repr(exc))
-
-    @property
-    def finished(self) -> bool:
-        return not self.is_alive() and self.acknowledged == self._scenario.records
-
-    def check(self) -> None:
-        if self.failures:
-            raise AssertionError(f"producing to the source failed: {self.failures[:3]}")
-
-    def stop(self) -> None:
-        self._halt.set()
-        if self.ident is not None:  # started
-            self.join(90)
+    def released(self) -> float:
+        return self.limit * self._released // self._slices if self.limit else 0
 
 
 class EndOffsets:

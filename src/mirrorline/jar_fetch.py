@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,10 @@ REPOSITORY_ENV = "MIRRORLINE_MAVEN_REPOSITORY"
 MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2/"
 RESOLVED = ".resolved"
 FETCH_TIMEOUT = 900.0
+# Tries of one fetch: a transfer from Central breaks off now and then, and what Ivy
+# already downloaded stays in its cache, so a second try costs little.
+ATTEMPTS = 3
+RETRY_PAUSE = 5.0
 
 _log = logging.getLogger(__name__)
 
@@ -170,6 +175,7 @@ def fetch(name: str, cache: Path, progress: Callable[[str], None] | None = None)
 
 
 def _retrieve(wanted: JarSet, repository: str, ivy_cache: Path, into: Path) -> None:
+    """Run Ivy, again after a pause when a transfer broke off (see `ATTEMPTS`)."""
     work = into / ".ivy-files"
     work.mkdir()
     module = work / "ivy.xml"
@@ -182,17 +188,37 @@ def _retrieve(wanted: JarSet, repository: str, ivy_cache: Path, into: Path) -> N
         "-confs", "default", "-types", "jar", "bundle", "-warn",
         "-retrieve", f"{into}/[artifact]-[revision](-[classifier]).[ext]",
     ]  # fmt: skip
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=FETCH_TIMEOUT, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise JvmSetupError(_cannot_fetch(wanted, repository, "no answer")) from None
-    shutil.rmtree(work)
-    if done.returncode != 0 or not list(into.glob("*.jar")):
-        lines = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
-        reason = next((ln for ln in lines if "UNRESOLVED" in ln or "not found" in ln), "")
-        raise JvmSetupError(_cannot_fetch(wanted, repository, reason or (lines or ["?"])[-1]))
+    reason = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=FETCH_TIMEOUT, check=False
+            )
+        except subprocess.TimeoutExpired:
+            reason = "no answer"
+            continue
+        if done.returncode == 0 and list(into.glob("*.jar")):
+            shutil.rmtree(work)
+            return
+        reason, missing = _failure(done.stdout + done.stderr)
+        if missing:  # the repository answered: it does not have the artifact
+            break
+        if attempt < ATTEMPTS:
+            _log.warning("fetching %s failed (%s); trying again", wanted.name, reason)
+            time.sleep(RETRY_PAUSE * attempt)
+    shutil.rmtree(work, ignore_errors=True)
+    raise JvmSetupError(_cannot_fetch(wanted, repository, reason))
+
+
+def _failure(output: str) -> tuple[str, bool]:
+    """Why Ivy failed, and whether the artifact is missing (a retry cannot help)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    missing = next((ln for ln in lines if "UNRESOLVED" in ln or "not found" in ln), "")
+    if missing:
+        return missing, True
+    # A broken transfer ends in a Java stack trace: its deepest cause says why.
+    thrown = [ln for ln in lines if "Exception" in ln and not ln.startswith("at ")]
+    return (thrown or lines or ["Ivy exited with no message"])[-1], False
 
 
 def _cannot_fetch(wanted: JarSet, repository: str, reason: str) -> str:

@@ -101,3 +101,28 @@ def test_the_writer_comes_with_the_package():
     jar = jvm.writer_jar()
     assert jar.name == "mirrorline-writer.jar"
     assert jar.parent == Path(jvm.__file__).parent / "jars"
+
+
+def test_a_missing_artifact_is_named_and_not_tried_again() -> None:
+    output = "\n".join([
+        ":: problems summary ::",
+        "\t\tmodule not found: org.apache.spark#spark-sql-kafka-0-10_2.13;9.9.9",
+        "\t\t:: UNRESOLVED DEPENDENCIES ::",
+    ])  # fmt: skip
+    reason, missing = jar_fetch._failure(output)
+    assert missing
+    assert "spark-sql-kafka-0-10_2.13;9.9.9" in reason
+
+
+def test_a_broken_transfer_names_its_exception_not_the_trace_tail() -> None:
+    output = "\n".join([
+        "Exception in thread \"main\" java.lang.RuntimeException: problem during retrieve",
+        "\tat org.apache.ivy.Main.run(Main.java:300)",
+        "Caused by: java.net.SocketException: Connection reset",
+        "\tat java.base/sun.nio.ch.NioSocketImpl.implRead(NioSocketImpl.java:318)",
+        "\t... 4 more",
+    ])  # fmt: skip
+    reason, missing = jar_fetch._failure(output)
+    assert not missing
+    assert reason == "Caused by: java.net.SocketException: Connection reset"
+    assert jar_fetch._failure("")[0] == "Ivy exited with no message"

@@ -9,7 +9,6 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorline.engine.batch_writer import WriteSpec, write_batch
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
-from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group, transactional_id
 from mirrorline.kafka import ClusterClients
 from support.driving import running_driver, write_config
@@ -90,9 +89,12 @@ def test_a_replayed_batch_writes_nothing_twice(two_clusters, spark):
     first = _write_range(spark, east, topic, spec, {0: 1000, 1: 1000, 2: 1000})
     assert {p: (r.records, r.skipped) for p, r in first.items()} == {p: (1000, 0) for p in range(3)}
 
-    # The same batch again (a retried task, a replay after a crash): all skipped.
+    # The same batch again (a retried task, a replay after a crash): all skipped, and
+    # the mapping the first attempt committed is reported again, for a driver that
+    # never heard of that attempt.
     again = _write_range(spark, east, topic, spec, {0: 1000, 1: 1000, 2: 1000})
     assert {p: (r.records, r.skipped) for p, r in again.items()} == {p: (0, 1000) for p in range(3)}
+    assert {p: r.syncs for p, r in again.items()} == {p: r.syncs for p, r in first.items()}
 
     # A batch overlapping what was committed writes only the new part.
     produce(
@@ -108,18 +110,22 @@ def test_a_replayed_batch_writes_nothing_twice(two_clusters, spark):
     assert {p: (r.records, r.skipped) for p, r in overlap.items()} == {
         p: (500, 1000) for p in range(3)
     }
+    # The skipped part's mapping first, then the new part's (after the commit marker).
+    for p, r in overlap.items():
+        assert r.syncs[: len(first[p].syncs)] == first[p].syncs
+        assert r.syncs[len(first[p].syncs)] == (1000, 1001)
 
     expected = {p: [f"{p}-{i}".encode() for i in range(1500)] for p in range(3)}
     assert _values(west.bootstrap_servers, remote, 4500) == expected
     assert len(sent) == 3000
-    # Progress was committed by the tasks, with the offset mapping of their last batch.
+    # Progress was committed by the tasks, with the offset mapping of their last batch,
+    # the part it skipped included.
     saved = progress.load_state()
     assert {tp: o for tp, o in saved.next_offsets.items() if tp[0] == topic} == {
         (topic, p): 1500 for p in range(3)
     }
     for p in range(3):
-        syncs = sync_points_of_runs(saved.last_runs[(topic, p)], 100)
-        assert syncs[0][0] == 1000 and syncs[-1][0] == 1499
+        assert saved.last_runs[(topic, p)] == [(0, 0, 1000), (1000, 1001, 500)]
     progress.close()
 
 

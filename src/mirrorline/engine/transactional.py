@@ -23,7 +23,11 @@ input, in one transaction of the target cluster:
 
 Before writing, a task reads the partition's committed position (stable: no
 transaction is open on it any more) and skips every record before it, so a
-replayed batch writes nothing twice. A record the target refuses fails the whole
+replayed batch writes nothing twice. The mapping of the skipped records is read
+back from the progress record that committed them (the partition's latest) and
+reported as the task's own: the driver may not have seen the attempt that wrote
+them (its task failed after the commit, or its transaction was still open when a
+taking-over driver read the progress). A record the target refuses fails the whole
 transaction: under `errors.tolerance = all` the task aborts it and writes the
 partition again, sending the refused records to the dead-letter topic in the
 same transaction instead.

@@ -33,7 +33,9 @@ import org.apache.kafka.common.header.Header;
  *       producer has taken the id since, the broker fences it at its first request,
  *       and the task starts again with a new one;
  *   <li>reads the partition's committed position (stable: nothing open on it) and
- *       skips every record before it, so a replayed batch writes nothing twice;
+ *       skips every record before it, so a replayed batch writes nothing twice; the
+ *       offset mapping of the records it skips is read back from the progress the
+ *       earlier attempt committed ({@link CommittedRuns}) and reported as its own;
  *   <li>writes the remaining records, the partition's new progress record and its
  *       committed position, and commits all of it at once.
  * </ol>
@@ -252,6 +254,10 @@ final class ExactlyOnceWriter {
       }
       long last = records.get(records.size() - 1).offset; // the loop read the whole run
       log.nextOffset = Math.max(last + 1, Math.max(0, committed.nextSourceOffset));
+      if (log.skipped > 0) {
+        log.inherit(CommittedRuns.within(spec.exactlyOnce, spec.flow, topic, partition,
+            firstOffset, committed.nextSourceOffset, TIMEOUT));
+      }
       if (!begun) {
         return log; // an earlier attempt committed all of it
       }
@@ -285,12 +291,10 @@ final class ExactlyOnceWriter {
 
     /** Add the progress and the position to the transaction and commit it. */
     private void commit(KafkaProducer<byte[], byte[]> producer, PartitionLog log, long committedTarget) {
-      long[][] delivered = log.deliveredOffsets();
-      long[] target = delivered[1];
+      long[] target = log.deliveredOffsets()[1];
       producer.send(new ProducerRecord<>(spec.exactlyOnce.progressTopic,
           ProgressRecords.key(spec.flow, topic, partition),
-          ProgressRecords.value(log.nextOffset, PartitionLog.runs(delivered[0], target),
-              System.currentTimeMillis())));
+          ProgressRecords.value(log.nextOffset, log.allRuns(), System.currentTimeMillis())));
       long position = target.length > 0 ? target[target.length - 1] + 1 : committedTarget;
       producer.sendOffsetsToTransaction(
           Map.of(new TopicPartition(remote, partition),

@@ -37,6 +37,9 @@ final class PartitionLog {
   private long latencyCount;
   final List<Refusal> refusals = new ArrayList<>();
   long deadLettered;
+  // The mapping of records before this attempt's, committed by an earlier one
+  // (exactly-once, see CommittedRuns): reported before this attempt's own runs.
+  private List<long[]> inherited = List.of();
   private long[] sourceOffsets = new long[64];
   private long[] targetOffsets = new long[64];
   private int sent;
@@ -123,7 +126,7 @@ final class PartitionLog {
     row.put("latency_sum_ms", latencySum);
     row.put("latency_min_ms", latencyCount == 0 ? 0L : latencyMin);
     row.put("latency_max_ms", latencyMax);
-    row.put("runs", runs(source, target));
+    row.put("runs", allRuns(source, target));
     return row;
   }
 
@@ -143,6 +146,22 @@ final class PartitionLog {
       }
     }
     return out;
+  }
+
+  synchronized void inherit(List<long[]> runs) {
+    inherited = runs;
+  }
+
+  /** The inherited runs, then those of the records this attempt wrote. */
+  synchronized List<long[]> allRuns() {
+    long[][] delivered = deliveredOffsets();
+    return allRuns(delivered[0], delivered[1]);
+  }
+
+  private List<long[]> allRuns(long[] source, long[] target) {
+    List<long[]> all = new ArrayList<>(inherited);
+    all.addAll(runs(source, target));
+    return all;
   }
 
   /** Source and target offsets of the records the target accepted. */

@@ -49,7 +49,8 @@ final class Positions {
     return new Position(ProgressRecords.nextOffsetOf(found.metadata()), found.offset());
   }
 
-  private static KafkaConsumer<byte[], byte[]> reader(WriteSpec.ExactlyOnce spec) {
+  /** The executor's read_committed consumer of the target for {@code spec}; lock it to use it. */
+  static KafkaConsumer<byte[], byte[]> reader(WriteSpec.ExactlyOnce spec) {
     Map<String, String> settings = new TreeMap<>(spec.consumer);
     settings.put("group.id", spec.positionGroup);
     settings.put("enable.auto.commit", "false");

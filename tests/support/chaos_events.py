@@ -109,12 +109,19 @@ class BrokerChaos:
         nodes = max(len(self.dev.get(alias).nodes) for alias in aliases)
         for node in range(1, nodes + 1):
             present = [a for a in aliases if node <= len(self.dev.get(a).nodes)]
-            self.say(f"    restarting node {node} of {', '.join(present)}")
+            began = time.monotonic()
             for alias in present:
                 self.dev.stop(alias, node)
+            stopped = time.monotonic()
             for alias in present:
                 self.dev.start(alias, node, die_with_parent=True)
+            started = time.monotonic()
             self._in_sync(present)
+            self.say(
+                f"    node {node} of {', '.join(present)}: stopped in {stopped - began:.1f} s, "
+                f"started in {started - stopped:.1f} s, "
+                f"in sync after {time.monotonic() - started:.1f} s"
+            )
 
     def leader_kill(self, alias: str, topic: str) -> None:
         victim = self.dev.leader_of(alias, topic, 0)

@@ -65,6 +65,22 @@ class ChaosPlan:
     recover_timeout_s: float = 300.0
     duration_s: float = 0.0  # the streams run at least this long (the soak's hour)
     service: bool = False  # `mirrorline service` beside the driver (its memory is watched)
+    # Time retention of the streams' topics (copied to their remote topics), so that a
+    # long run's 3-replica logs do not fill the disk; `verify` then checks the records
+    # of the last half of it, and the census all of them. None: kept for the run.
+    retention_minutes: float | None = None
+
+    def topic_config(self) -> dict[str, str]:
+        if self.retention_minutes is None:
+            return {}
+        retention_ms = int(self.retention_minutes * 60_000)
+        return {"retention.ms": str(retention_ms), "segment.ms": str(retention_ms // 5)}
+
+    def verify_window(self) -> list[str]:
+        """`mirrorline verify`'s time window: records still kept on both sides."""
+        if self.retention_minutes is None:
+            return []
+        return ["--since", f"{max(1, int(self.retention_minutes / 2))}m"]
 
 
 @dataclass
@@ -153,7 +169,11 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         flows.append(ChaosFlow("mm2", source, target, AT_LEAST_ONCE, unique_name("chaos-mm2")))
     for flow in flows:
         create_topic(
-            dev.client_config(flow.source), flow.topic, plan.partitions, replication_factor=-1
+            dev.client_config(flow.source),
+            flow.topic,
+            plan.partitions,
+            plan.topic_config(),
+            replication_factor=-1,
         )
     streams = {
         f: NumberedStream(
@@ -308,6 +328,7 @@ class _Run:
                 flow.target,
                 "--topics",
                 flow.topic,
+                *self.plan.verify_window(),
                 "--json",
             )
             if done.returncode in (0, 1):

@@ -21,7 +21,7 @@ help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
 	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 30 min here)"
-	@echo "make field-test  set up everything and run the field tests: the short chaos run, 200 x 10 partitions (10+ min)"
+	@echo "make field-test  set up everything and run the field tests: 200 x 10 partitions on clusters of their own"
 	@echo "make chaos  set up everything and replicate between 3-node clusters through restarts, kills and an outage (15+ min)"
 	@echo "make soak   set up everything and run the hour soak (65+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
@@ -66,7 +66,7 @@ test: setup
 	$(BIN)/mypy src
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The field tests: the short chaos run between 3-node clusters, 200 x 10 partitions (10+ min).
+# The field tests: 200 x 10 partitions on clusters of their own.
 field-test: setup
 	$(BIN)/python -m pytest -m field $(PYTEST_ARGS)
 

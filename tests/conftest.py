@@ -7,11 +7,17 @@ interrupted run leaves no JVM behind.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from mirrorline.devbroker import JVM_ENV
 from mirrorline.devcluster import DevCluster, DevClusters
+
+# The suite starts and restarts dozens of nodes on two cores; what it tests does not
+# depend on the brokers' peak throughput (benchmarks use the standard JVM).
+os.environ.setdefault(JVM_ENV, "light")
 
 ALIASES = ("east", "west", "central")
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -282,11 +282,21 @@ class DevClusters:
             self._procs.stop_links([cluster])
             self._save([c for c in self.clusters() if c.alias != alias])
             return
-        target = cluster.node(node)
-        if target.pid is None:
-            raise DevClusterError(f"node {node} of {alias} is already stopped")
-        self._procs.stop_nodes([(cluster, target)], timeout)
-        self._replace(cluster.with_node(target.stopped()))
+        self.stop_nodes([(alias, node)], timeout=timeout)
+
+    def stop_nodes(self, nodes: Sequence[tuple[str, int]], *, timeout: float = 30.0) -> None:
+        """Stop node N of every (alias, N) at once (of different clusters: an operator's
+        rolling restart of independent clusters); the clusters' other nodes keep running."""
+        targets = []
+        for alias, node in nodes:
+            cluster = self.get(alias)
+            target = cluster.node(node)
+            if target.pid is None:
+                raise DevClusterError(f"node {node} of {alias} is already stopped")
+            targets.append((cluster, target))
+        self._procs.stop_nodes(targets, timeout)
+        for cluster, target in targets:
+            self._replace(self.get(cluster.alias).with_node(target.stopped()))
 
     def start(
         self,
@@ -302,41 +312,59 @@ class DevClusters:
         Fails if it is running, was never laid out here, or another process took
         one of its ports in the meantime.
         """
-        if node is None:
-            if any(c.alias == alias for c in self.clusters()):
-                raise DevClusterError(
-                    f"dev cluster {alias!r} is already running in {self.directory} "
-                    "(a stopped node of it starts with --broker N)"
-                )
-            layout = self._read_layout(alias)
-            self._procs.ports_free(alias, nodes_of(layout))
-            cluster = self._procs.launch_cluster(layout, die_with_parent)
-            self._save(self.clusters() + [cluster])
-            wanted = [n.id for n in cluster.nodes]
-        else:
-            cluster = self.get(alias)
-            target = cluster.node(node)
-            if target.pid is not None and is_running(target):
-                raise DevClusterError(f"node {node} of {alias} is already running")
-            self._procs.ports_free(alias, [target])
-            layout = self._read_layout(alias)
-            pid = self._procs.launch_node(layout, node, die_with_parent)
-            cluster = cluster.with_node(target.started(pid))
-            self._replace(cluster)
-            wanted = [node]
+        if node is not None:
+            self.start_nodes([(alias, node)], die_with_parent=die_with_parent, timeout=timeout)
+            return self.get(alias)
+        if any(c.alias == alias for c in self.clusters()):
+            raise DevClusterError(
+                f"dev cluster {alias!r} is already running in {self.directory} "
+                "(a stopped node of it starts with --broker N)"
+            )
+        layout = self._read_layout(alias)
+        self._procs.ports_free(alias, nodes_of(layout))
+        cluster = self._procs.launch_cluster(layout, die_with_parent)
+        self._save(self.clusters() + [cluster])
+        wanted = [n.id for n in cluster.nodes]
         try:
             self._procs.wait_registered(
                 cluster, wanted, time.monotonic() + timeout, self.client_config
             )
         except BaseException:
             self._procs.stop_nodes((cluster, cluster.node(i)) for i in wanted)
-            if node is None:
-                self._procs.stop_links([cluster])
-                self._save([c for c in self.clusters() if c.alias != alias])
-            else:
-                self._replace(cluster.with_node(cluster.node(node).stopped()))
+            self._procs.stop_links([cluster])
+            self._save([c for c in self.clusters() if c.alias != alias])
             raise
         return cluster
+
+    def start_nodes(
+        self,
+        nodes: Sequence[tuple[str, int]],
+        *,
+        die_with_parent: bool = False,
+        timeout: float = 120.0,
+    ) -> None:
+        """Start stopped node N of every (alias, N) again, all at once, and wait until each
+        is registered; if one does not come up, those started here are stopped again."""
+        started: list[tuple[str, int]] = []
+        try:
+            for alias, node in nodes:
+                cluster = self.get(alias)
+                target = cluster.node(node)
+                if target.pid is not None and is_running(target):
+                    raise DevClusterError(f"node {node} of {alias} is already running")
+                self._procs.ports_free(alias, [target])
+                pid = self._procs.launch_node(self._read_layout(alias), node, die_with_parent)
+                self._replace(cluster.with_node(target.started(pid)))
+                started.append((alias, node))
+            deadline = time.monotonic() + timeout
+            for alias, node in started:
+                self._procs.wait_registered(self.get(alias), [node], deadline, self.client_config)
+        except BaseException:
+            for alias, node in started:
+                cluster = self.get(alias)
+                self._procs.stop_nodes([(cluster, cluster.node(node))])
+                self._replace(cluster.with_node(cluster.node(node).stopped()))
+            raise
 
     def restart(
         self,

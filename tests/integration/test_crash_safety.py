@@ -17,8 +17,8 @@ headers and timestamp, in source order per partition:
 - exactly-once (`exactly.once.source.support = enabled`, read back with
   `isolation.level=read_committed`): every record exactly once.
 
-Broker restarts and kills beside driver kills are the chaos run's
-(`test_chaos.py`, `make field-test`).
+Broker restarts and kills are the chaos run's (`test_chaos.py`; `make chaos` adds
+driver kills beside them).
 
 The kill moments are random: set `MIRRORLINE_CRASH_SEED` to replay a run's
 choices (the seed is printed; run pytest with `-s` to see it and the counts).

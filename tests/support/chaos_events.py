@@ -110,11 +110,9 @@ class BrokerChaos:
         for node in range(1, nodes + 1):
             present = [a for a in aliases if node <= len(self.dev.get(a).nodes)]
             began = time.monotonic()
-            for alias in present:
-                self.dev.stop(alias, node)
+            self.dev.stop_nodes([(alias, node) for alias in present])
             stopped = time.monotonic()
-            for alias in present:
-                self.dev.start(alias, node, die_with_parent=True)
+            self.dev.start_nodes([(alias, node) for alias in present], die_with_parent=True)
             started = time.monotonic()
             self._in_sync(present)
             self.say(

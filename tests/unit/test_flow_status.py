@@ -22,6 +22,24 @@ def test_disabled_loop_runs_once_at_start():
     assert not due.take(1e9)
 
 
+def test_a_failed_loop_is_tried_again_soon_with_a_growing_delay():
+    due = Due(interval=600.0)
+    assert due.take(0.0)
+    due.outcome(False, 0.0)
+    assert not due.take(0.9) and due.take(1.0)
+    due.outcome(False, 1.0)
+    assert not due.take(2.9) and due.take(3.0)
+    due.outcome(True, 3.0)
+    assert not due.take(602.9) and due.take(603.0)  # back to its interval
+    once = Due(interval=None)
+    assert once.take(0.0)
+    once.outcome(False, 0.0)
+    assert once.take(1.0)  # a run-once loop that failed runs again
+    for failures in range(1, 10):
+        once.outcome(False, 100.0 * failures)
+        assert once.take(100.0 * failures + 60.0)  # never more than a minute
+
+
 def test_loops_run_by_stage_in_order_and_keep_their_latest_error():
     ran: list[str] = []
     loops = Scheduler("a->b")
@@ -34,7 +52,9 @@ def test_loops_run_by_stage_in_order_and_keep_their_latest_error():
     loops.run("two", 0.0)
     loops.run("two", 100.0)  # no interval: once, at start
     assert ran == ["first", "later"]
-    loops.run("one", 5.0)  # not due yet
+    loops.run("one", 0.5)  # not due yet, the broken loop neither
+    assert ran == ["first", "later"]
+    loops.run("one", 1.0)  # only the broken one is tried again
     assert ran == ["first", "later"]
     # A loop that succeeds again clears its error.
     loops.guard("broken", lambda: None)

@@ -3,7 +3,11 @@
 Every loop runs at once when the flow starts and then every `interval`
 seconds (a loop whose interval is None runs once, at start). A loop that
 fails does not stop the others or the flow: its error is kept, for the
-flow's status, until the loop succeeds again.
+flow's status, until the loop succeeds again, and it is tried again soon
+(after 1, 2, 4 ... seconds, at most `RETRY_MAX_S`, never later than its regular
+run): a topic refresh that failed at start because a just-created internal
+topic had no leader yet must not leave the flow idle for its 10-minute
+interval.
 
 Loops come in stages, so that the flow runs each stage where its conditions
 hold (a stage needs the clusters to answer, another a running query); a loop
@@ -22,13 +26,18 @@ from mirrorline.engine.status import summarise
 
 log = logging.getLogger(__name__)
 
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 60.0
+
 
 @dataclass
 class Due:
-    """A control loop's schedule: runs at start, then every `interval` seconds."""
+    """A control loop's schedule: runs at start, then every `interval` seconds; sooner
+    again after a failure."""
 
     interval: float | None
     next_at: float = 0.0
+    failures: int = 0  # in a row
 
     def take(self, now: float) -> bool:
         """Whether the loop is due at `now`; if so, its next run is scheduled."""
@@ -36,6 +45,15 @@ class Due:
             return False
         self.next_at = now + self.interval if self.interval is not None else math.inf
         return True
+
+    def outcome(self, ok: bool, now: float) -> None:
+        """After a run at `now`: a failed one is tried again after a growing delay."""
+        if ok:
+            self.failures = 0
+            return
+        delay = min(RETRY_MAX_S, RETRY_FIRST_S * 2**self.failures)
+        self.failures += 1
+        self.next_at = min(self.next_at, now + delay)
 
 
 @dataclass
@@ -65,7 +83,7 @@ class Scheduler:
         """Run the due loops of `stage`, in the order they were added."""
         for loop in self._loops:
             if loop.stage == stage and loop.due.take(now):
-                self.guard(loop.name, loop.action)
+                loop.due.outcome(self.guard(loop.name, loop.action), now)
 
     def hurry(self, *names: str) -> None:
         """Make these loops due now (their stage still decides when they run)."""
@@ -73,17 +91,19 @@ class Scheduler:
             if loop.name in names:
                 loop.due.next_at = 0.0
 
-    def guard(self, name: str, action: Callable[[], object]) -> None:
-        """Run one loop's work; its failure is a problem in the status, not the flow's end."""
+    def guard(self, name: str, action: Callable[[], object]) -> bool:
+        """Run one loop's work; its failure is a problem in the status, not the flow's end.
+        Whether it succeeded."""
         try:
             action()
         except Exception as exc:  # noqa: BLE001 - one loop's failure must not stop the others
             log.warning("flow %s: %s failed: %s", self.flow, name, exc)
             with self._lock:
                 self._errors[name] = summarise(str(exc))
-        else:
-            with self._lock:
-                self._errors.pop(name, None)
+            return False
+        with self._lock:
+            self._errors.pop(name, None)
+        return True
 
     def errors(self) -> dict[str, str]:
         """The latest error of each loop that has not succeeded since."""

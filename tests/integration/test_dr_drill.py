@@ -152,24 +152,44 @@ def _produce_drill_data(bootstrap: str, topic: str) -> None:
     """Early records (some on hot keys), one aborted transaction, then unique-key records.
 
     The last records all have keys of their own, so that compaction on either
-    cluster can remove nothing more once the early ones are compacted.
+    cluster can remove nothing more once the early ones are compacted. The three
+    parts carry timestamps a second apart: a segment rolls (`segment.ms`) by its
+    records' timestamps, so the early records end up in segments the cleaner may
+    compact however fast they were written.
     """
     early = (RECORDS - ABORTED_PER_PARTITION * PARTITIONS) * 4 // 5
     late = RECORDS - ABORTED_PER_PARTITION * PARTITIONS - early
+    start_ms = int(time.time() * 1000) - 10_000
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     for i in range(early):
         key = f"hot-{i % HOT_KEYS}" if i % 7 == 0 else f"early-{i}"
-        producer.produce(topic, key=key, value=f"early-{i}".encode(), partition=i % PARTITIONS)
+        producer.produce(
+            topic,
+            key=key,
+            value=f"early-{i}".encode(),
+            partition=i % PARTITIONS,
+            timestamp=start_ms,
+        )
     producer.flush(60)
     aborted = Producer({"bootstrap.servers": bootstrap, "transactional.id": unique_name("tx")})
     aborted.init_transactions(30)
     aborted.begin_transaction()
     for i in range(ABORTED_PER_PARTITION * PARTITIONS):
-        aborted.produce(topic, key=f"aborted-{i}", value=b"aborted", partition=i % PARTITIONS)
+        aborted.produce(
+            topic,
+            key=f"aborted-{i}",
+            value=b"aborted",
+            partition=i % PARTITIONS,
+            timestamp=start_ms + 1_000,
+        )
     aborted.abort_transaction(30)
     for i in range(late):
         producer.produce(
-            topic, key=f"late-{i}", value=f"late-{i}".encode(), partition=i % PARTITIONS
+            topic,
+            key=f"late-{i}",
+            value=f"late-{i}".encode(),
+            partition=i % PARTITIONS,
+            timestamp=start_ms + 2_000,
         )
     assert producer.flush(60) == 0
 

@@ -291,10 +291,12 @@ final class ExactlyOnceWriter {
 
     /** Add the progress and the position to the transaction and commit it. */
     private void commit(KafkaProducer<byte[], byte[]> producer, PartitionLog log, long committedTarget) {
-      long[] target = log.deliveredOffsets()[1];
+      long[][] delivered = log.deliveredOffsets();
+      long[] target = delivered[1];
       producer.send(new ProducerRecord<>(spec.exactlyOnce.progressTopic,
           ProgressRecords.key(spec.flow, topic, partition),
-          ProgressRecords.value(log.nextOffset, log.allRuns(), System.currentTimeMillis())));
+          ProgressRecords.value(log.nextOffset, log.allRuns(delivered[0], target),
+              System.currentTimeMillis())));
       long position = target.length > 0 ? target[target.length - 1] + 1 : committedTarget;
       producer.sendOffsetsToTransaction(
           Map.of(new TopicPartition(remote, partition),

@@ -152,13 +152,8 @@ final class PartitionLog {
     inherited = runs;
   }
 
-  /** The inherited runs, then those of the records this attempt wrote. */
-  synchronized List<long[]> allRuns() {
-    long[][] delivered = deliveredOffsets();
-    return allRuns(delivered[0], delivered[1]);
-  }
-
-  private List<long[]> allRuns(long[] source, long[] target) {
+  /** The inherited runs, then those of the records this attempt wrote ({@link #deliveredOffsets}). */
+  synchronized List<long[]> allRuns(long[] source, long[] target) {
     List<long[]> all = new ArrayList<>(inherited);
     all.addAll(runs(source, target));
     return all;

@@ -61,6 +61,20 @@ def test_loops_run_by_stage_in_order_and_keep_their_latest_error():
     assert loops.errors() == {}
 
 
+def test_a_loop_whose_action_did_not_finish_runs_again_soon_without_an_error():
+    results = [False, True]
+    loops = Scheduler("a->b")
+    loops.every("topic config sync", 600.0, lambda: results.pop(0), stage="one")
+    loops.run("one", 0.0)
+    assert loops.errors() == {} and results == [True]  # its problems are its own to report
+    loops.run("one", 0.9)
+    assert results == [True]
+    loops.run("one", 1.0)  # tried again after a second
+    assert results == []
+    loops.run("one", 600.9)  # then back to its interval: not due before 601
+    assert loops.errors() == {}
+
+
 def test_summary_prefers_mirrorline_message_inside_spark_error():
     error = (
         "py4j.protocol.Py4JJavaError: An error occurred while calling "

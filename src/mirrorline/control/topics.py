@@ -163,8 +163,14 @@ class TopicManager:
         published = read_remote_topics(self._clients[0].consumer_settings, timeout=10.0)
         return {remote for topic, remote in published.get(reverse, {}).items() if remote != topic}
 
-    def sync_configs(self) -> None:
-        """Copy the selected topic configs of every ready topic to its remote topic."""
+    def structure_complete(self) -> bool:
+        """Whether the last refresh created or grew every remote topic it wanted."""
+        with self._lock:
+            return not self._structure_problems
+
+    def sync_configs(self) -> bool:
+        """Copy the selected topic configs of every ready topic to its remote topic;
+        whether every topic's were copied (the others are in `problems`)."""
         problems: dict[str, TopicProblem] = {}
         limits: dict[str, int] = {}
         remotes = {topic: self.flow.remote_topic(topic) for topic in sorted(self.ready())}
@@ -185,6 +191,7 @@ class TopicManager:
         with self._lock:
             self._config_problems = problems
             self._size_limits = limits
+        return not problems
 
     # -- actions ---------------------------------------------------------------------
 

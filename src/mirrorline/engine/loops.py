@@ -135,8 +135,9 @@ class FlowLoops:
         """The source gap check now, for `partitions` (the query is about to read them)."""
         self.scheduler.guard("source gap check", lambda: self.skip_deleted(partitions))
 
-    def refresh_topics(self) -> None:
-        """Find and create remote topics, then publish the flow's topic pairs.
+    def refresh_topics(self) -> bool:
+        """Find and create remote topics, then publish the flow's topic pairs; whether
+        every remote topic is complete (a failure is tried again soon).
 
         Only after a successful look at the source: before it, no topic is known
         and the published pairs would all be removed. The pairs of the topics about
@@ -147,6 +148,7 @@ class FlowLoops:
         """
         self.topics.refresh(announce=self.remote_topics.publish)
         self.remote_topics.publish(self.topics.ready())
+        return self.topics.structure_complete()
 
     def skip_deleted(self, partitions: Mapping[str, int]) -> None:
         """Report records deleted below the flow's next offsets and move past them.

@@ -7,7 +7,9 @@ flow's status, until the loop succeeds again, and it is tried again soon
 (after 1, 2, 4 ... seconds, at most `RETRY_MAX_S`, never later than its regular
 run): a topic refresh that failed at start because a just-created internal
 topic had no leader yet must not leave the flow idle for its 10-minute
-interval.
+interval. An action that reports its own partial failures (a topic that could
+not be created, a topic's configs that could not be copied, in the flow's
+problems) returns False to be tried again soon in the same way.
 
 Loops come in stages, so that the flow runs each stage where its conditions
 hold (a stage needs the clusters to answer, another a running query); a loop
@@ -93,9 +95,9 @@ class Scheduler:
 
     def guard(self, name: str, action: Callable[[], object]) -> bool:
         """Run one loop's work; its failure is a problem in the status, not the flow's end.
-        Whether it succeeded."""
+        Whether it succeeded (an action returning False did not finish: see the module)."""
         try:
-            action()
+            finished = action() is not False
         except Exception as exc:  # noqa: BLE001 - one loop's failure must not stop the others
             log.warning("flow %s: %s failed: %s", self.flow, name, exc)
             with self._lock:
@@ -103,7 +105,7 @@ class Scheduler:
             return False
         with self._lock:
             self._errors.pop(name, None)
-        return True
+        return finished
 
     def errors(self) -> dict[str, str]:
         """The latest error of each loop that has not succeeded since."""

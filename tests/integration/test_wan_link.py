@@ -125,6 +125,19 @@ def test_a_dev_cluster_behind_the_link_is_reached_through_it(tmp_path):
         assert sorted(produced_ms)[2] >= 38, produced_ms
         assert min(proxied_ms) >= 38, proxied_ms
         assert sorted(direct_ms)[2] < 20, direct_ms
+
+        # `config check` measures the distance and advises on it.
+        config = tmp_path / "far.properties"
+        config.write_text(
+            f"clusters = far, near\nfar.bootstrap.servers = {bootstrap}\n"
+            f"near.bootstrap.servers = {bootstrap}\nfar->near.enabled = true\n"
+        )
+        check = CliRunner().invoke(app, ["config", "check", str(config), "--json"])
+        assert check.exit_code == 0, check.output
+        [flow] = json.loads(check.output)["flows"]
+        link = flow["source_link"]
+        assert link["source"] == "far" and link["round_trip_ms"] >= 38, link
+        assert any("data.path.mode = real-time" in a for a in link["advice"]), link
     finally:
         down = CliRunner().invoke(app, ["dev", "down", "--dir", str(directory)])
     assert down.exit_code == 0, down.output

@@ -11,6 +11,7 @@ from mirrorline.cli.config_summary import Runtime, cluster_row, flow_rows, loops
 from mirrorline.config.loader import parse_config
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.flow_control import FlowControl, ListChanges, PositionRequest
+from mirrorline.operations.source_link import SourceLink, advise
 
 BASE = """\
 clusters = A, B
@@ -181,3 +182,47 @@ def test_notes_name_a_cluster_that_does_not_answer_and_hide_secrets() -> None:
     assert _why(b, "Local: All broker connections are down") == "B did not answer"
     jaas = b.client_settings("target", "consumer")["sasl.password"]
     assert _why(b, f"bad value {jaas}") == "reading them from B failed: bad value [hidden]"
+
+
+def test_a_near_source_gets_its_round_trip_and_no_advice() -> None:
+    link = advise(flow(), 1.2)
+    assert (link.round_trip_ms, link.facts, link.advice) == (1.2, (), ())
+    assert rows(flow(), Runtime("B", link=link))["source link"] == [
+        "1.2 ms round trip to A (near; median of 5)"
+    ]
+
+
+def test_a_far_source_gets_its_read_ceilings_and_advice_with_numbers() -> None:
+    link = advise(flow("A.consumer.receive.buffer.bytes = 65536\n"), 50.0)
+    assert link.facts == (
+        "each source partition reads at most 1 MiB per round trip: 21 MB/s per partition "
+        "(max.partition.fetch.bytes, fetch.max.bytes)",
+        "receive.buffer.bytes = 65536 fixes the TCP window: at most 1.3 MB/s per connection",
+        "micro-batches: record age about 525 ms at p50 at this distance",
+    )
+    assert link.advice == (
+        "A.consumer.max.partition.fetch.bytes = 5242880 (and fetch.max.bytes at least as much) "
+        "lets a partition read 100 MB/s at this distance",
+        "A.consumer.receive.buffer.bytes = -1 lets the operating system size the window "
+        "to the link",
+        "data.path.mode = real-time keeps record age near one round trip "
+        "(about 50 ms more than on a near source)",
+    )
+    shown = rows(flow(), Runtime("B", link=link))
+    assert len(shown["source link"]) == 4 and len(shown["advice"]) == 3
+
+
+def test_a_far_source_tuned_for_it_gets_only_the_numbers() -> None:
+    tuned = "A.consumer.max.partition.fetch.bytes = 10485760\nA->B.data.path.mode = real-time\n"
+    link = advise(flow(tuned), 50.0)
+    assert link.advice == ()
+    assert link.facts == (
+        "each source partition reads at most 10 MiB per round trip: 210 MB/s per partition "
+        "(max.partition.fetch.bytes, fetch.max.bytes)",
+    )
+
+
+def test_an_unknown_round_trip_says_why() -> None:
+    link = SourceLink("A", note="A did not answer")
+    assert link.summary == "round trip unknown: A did not answer"
+    assert link.to_dict()["round_trip_ms"] is None

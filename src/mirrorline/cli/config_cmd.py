@@ -152,6 +152,8 @@ def _document(config: MirrorConfig, runtimes: Mapping[str, Runtime]) -> dict[str
         flow_document["runtime_note"] = (
             runtime.note if runtime is not None else "not read: the flow is not enabled"
         )
+        link = runtime.link if runtime is not None else None
+        flow_document["source_link"] = link.to_dict() if link is not None else None
     return document
 
 

@@ -1,7 +1,8 @@
 """Reading each flow's run-time changes for `config check` and `status`, bounded in time.
 
 With `first_start` (`config check`), also what a flow's next start does about
-a MirrorMaker 2 that copied its partitions before (`predecessor.handover.preview`).
+a MirrorMaker 2 that copied its partitions before (`predecessor.handover.preview`),
+and how far its source is (`operations.source_link`).
 
 The changes live in the control topic on each flow's target cluster
 (`control.flow_control`), read with the flow's own target settings, as its
@@ -13,6 +14,7 @@ not answer in time gets a note instead of its changes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
@@ -23,11 +25,12 @@ from confluent_kafka import KafkaError, KafkaException
 
 from mirrorline.cli.config_summary import Runtime
 from mirrorline.config import ConfigError
-from mirrorline.config.model import FlowConfig
+from mirrorline.config.model import FlowConfig, Side
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.flow_context import side_clients
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.operations.positions import saved_progress
+from mirrorline.operations.source_link import SourceLink, advise, measure
 from mirrorline.predecessor.handover import preview
 
 log = logging.getLogger(__name__)
@@ -62,25 +65,42 @@ def read_runtime(
     results: dict[str, Runtime] = {}
     lock = threading.Lock()
 
+    links: dict[str, SourceLink] = {}
+
     def read(flow: FlowConfig) -> None:
         runtime = _read_one(flow, timeout, first_start)
         with lock:
             results[flow.name] = runtime
 
+    def probe(flow: FlowConfig) -> None:
+        link = _probe_source(flow, timeout)
+        with lock:
+            links[flow.name] = link
+
     threads = [
         threading.Thread(target=read, args=(f,), name=f"runtime {f.name}", daemon=True)
         for f in flows
     ]
+    if first_start:
+        threads += [
+            threading.Thread(target=probe, args=(f,), name=f"link {f.name}", daemon=True)
+            for f in flows
+        ]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 2 * timeout + 1.0
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     with lock:
-        return {
+        runtimes = {
             f.name: results.get(f.name) or Runtime(f.target, note=f"{f.target} did not answer")
             for f in flows
         }
+        if first_start:
+            for f in flows:
+                link = links.get(f.name) or SourceLink(f.source, note=f"{f.source} did not answer")
+                runtimes[f.name] = dataclasses.replace(runtimes[f.name], link=link)
+        return runtimes
 
 
 def _read_one(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:
@@ -112,17 +132,38 @@ def _read_one(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:
     return Runtime(flow.target, note=_why(flow, message))
 
 
-def _why(flow: FlowConfig, message: str) -> str:
+def _probe_source(flow: FlowConfig, timeout: float) -> SourceLink:
+    try:
+        clients = side_clients(flow, "source", {"log_level": 0})
+    except ConfigError as exc:
+        return SourceLink(flow.source, note=f"the clients of {flow.source} cannot be used: {exc}")
+    try:
+        return advise(flow, measure(clients, timeout))
+    except KafkaException as exc:
+        error = exc.args[0]
+        message = error.str() if isinstance(error, KafkaError) else str(exc)
+    except Exception as exc:  # a note, never a stack trace, for one flow's probe
+        log.debug("measuring the round trip to %s failed", flow.source, exc_info=True)
+        message = str(exc) or type(exc).__name__
+    finally:
+        clients.close()
+    return SourceLink(flow.source, note=_why(flow, message, "source", "asking"))
+
+
+def _why(
+    flow: FlowConfig, message: str, side: Side = "target", doing: str = "reading them from"
+) -> str:
+    alias = flow.target if side == "target" else flow.source
     if any(words in message.lower() for words in _NO_ANSWER):
-        return f"{flow.target} did not answer"
-    return f"reading them from {flow.target} failed: {_redact(flow, message)}"
+        return f"{alias} did not answer"
+    return f"{doing} {alias} failed: {_redact(flow, message, side)}"
 
 
-def _redact(flow: FlowConfig, message: str) -> str:
-    """`message` with every secret value of the flow's target clients hidden (where it
+def _redact(flow: FlowConfig, message: str, side: Side = "target") -> str:
+    """`message` with every secret value of the flow's `side` clients hidden (where it
     stands as a word of its own: a one-letter user name does not hide letters of words)."""
     for client in ("admin", "producer", "consumer"):
-        for setting in flow.client_settings("target", client).settings():
+        for setting in flow.client_settings(side, client).settings():
             if setting.secret and setting.value:
                 alone = rf"(?<![A-Za-z0-9]){re.escape(setting.value)}(?![A-Za-z0-9])"
                 message = re.sub(alone, setting.shown, message)

@@ -20,6 +20,7 @@ from mirrorline.java_classes import (
     JavaTopicFilter,
     shown_class,
 )
+from mirrorline.operations.source_link import SourceLink
 
 Row = tuple[str, str]
 
@@ -37,6 +38,7 @@ class Runtime:
     note: str | None = None
     offline: bool = False
     first_start: str | None = None  # a takeover from MirrorMaker 2, when one is due
+    link: SourceLink | None = None  # the source's distance (`config check` only)
 
     def to_dict(self, flow: FlowConfig) -> dict[str, Any] | None:
         """JSON: each list as in the file, as changed and as effective; None when not read."""
@@ -94,6 +96,16 @@ def flow_rows(flow: FlowConfig, runtime: Runtime | None) -> list[Row]:
         rows.append(("", f"off: {', '.join(off)}"))
     if runtime is not None:
         rows.extend(runtime_rows(runtime))
+        if runtime.link is not None:
+            rows.extend(link_rows(runtime.link))
+    return rows
+
+
+def link_rows(link: SourceLink) -> list[Row]:
+    """The source's distance, what it limits, and what to change."""
+    rows = [("source link", link.summary)]
+    rows.extend(("", fact) for fact in link.facts)
+    rows.extend(("advice", advice) for advice in link.advice)
     return rows
 
 

@@ -15,13 +15,12 @@ JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f) src/mirrorline/jar_fetch.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup jdk chromium python jvm demo test field-test bench chaos soak failover-drill screenshot lint clean
+.PHONY: help setup jdk chromium python jvm demo test bench chaos soak failover-drill screenshot lint clean
 
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
 	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 30 min here)"
-	@echo "make field-test  set up everything and run the field tests: 200 x 10 partitions on clusters of their own"
 	@echo "make chaos  set up everything and replicate between 3-node clusters through restarts, kills and an outage (15+ min)"
 	@echo "make soak   set up everything and run the hour soak (65+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"
@@ -65,10 +64,6 @@ test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-
-# The field tests: 200 x 10 partitions on clusters of their own.
-field-test: setup
-	$(BIN)/python -m pytest -m field $(PYTEST_ARGS)
 
 # The benchmark's own packages (matplotlib for its chart), on top of the dev ones.
 $(BENCH_STAMP): pyproject.toml $(PY_STAMP)

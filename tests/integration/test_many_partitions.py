@@ -44,7 +44,6 @@ def _copied(admin: AdminClient, topics: list[str]) -> int:
     return total
 
 
-@pytest.mark.field
 @pytest.mark.timeout(600)
 def test_two_thousand_partitions_are_copied_and_verified(spark, tmp_path):
     dev = DevClusters(tmp_path / "clusters")

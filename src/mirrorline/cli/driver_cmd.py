@@ -139,6 +139,7 @@ def driver(
     signal.signal(signal.SIGTERM, request_stop)
     try:
         from mirrorline.engine.session import build_spark_session
+        from mirrorline.engine.startup import SPARK_SESSION, driver_step
 
         user_jars = plugin_jars(flow.value("plugin.path") for flow in flows)
         if user_jars:
@@ -155,6 +156,7 @@ def driver(
             log_level=logs.spark_level(),
             log_json=logs.is_json(),
         )
+        driver_step(SPARK_SESSION)
     except JvmSetupError as exc:
         raise _fail(str(exc), 1) from None
     # PySpark installs its own SIGINT handler with the session (it cancels every job,

@@ -68,6 +68,7 @@ from mirrorline.engine.batch_writer import PartitionResult
 from mirrorline.engine.bookkeeping import Commit, Totals, batch_commit, first_offsets
 from mirrorline.engine.gaps import RecordGap
 from mirrorline.engine.progress import SourcePartition
+from mirrorline.engine.startup import FIRST_BATCH, StartupTimeline
 from mirrorline.engine.status import summarise
 from mirrorline.formats import OffsetSync
 
@@ -136,6 +137,7 @@ class BatchCommitter:
         ledger: GapRecorder,
         term: Callable[[], int | None],
         metrics: BatchMetrics | None = None,
+        startup: StartupTimeline | None = None,
         backlog: int = BACKLOG,
     ) -> None:
         """`syncs` None: the flow emits no offset syncs. `term`: the driver's current
@@ -154,6 +156,7 @@ class BatchCommitter:
         self._read: dict[SourcePartition, int] = {}
         self._committed: dict[SourcePartition, int] = {}
         self._totals = Totals()
+        self._startup = startup
         self._translation = TranslationStore()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"commits {flow}", daemon=True)
@@ -370,6 +373,8 @@ class BatchCommitter:
                 self._totals = self._totals.add(commit.batch)
             entry.written = True
         self._ledger.record(commit.gaps)
+        if self._startup is not None and commit.batch is not None and commit.batch.stats.records:
+            self._startup.reached(FIRST_BATCH)
         if commit.batch is not None:
             for text in commit.batch.refusals:
                 log.warning("flow %s skipped a refused record: %s", self.flow, text)

@@ -50,6 +50,13 @@ from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.start_offsets import starting_offsets
+from mirrorline.engine.startup import (
+    LEADS,
+    QUERY_STARTED,
+    TAKEN_OVER,
+    TOPICS_READY,
+    StartupTimeline,
+)
 from mirrorline.engine.status import FlowStatus, summarise, with_outages
 from mirrorline.engine.takeover import take_over
 from mirrorline.flow_context import FlowContext
@@ -112,6 +119,7 @@ class FlowRunner:
         self.health = ClusterHealth.for_flow(context, PROGRESS_TOPIC)
         self.gaps = GapFinder(flow.name, context.source)
         self.lost = GapLedger(flow.name)
+        self.startup = StartupTimeline(flow.name)
         self.committer = BatchCommitter(
             flow.name,
             progress=self.progress,
@@ -121,6 +129,7 @@ class FlowRunner:
             ledger=self.lost,
             term=leadership.term,
             metrics=self.metrics,
+            startup=self.startup,
         )
         self.data_path = DataPath(
             context,
@@ -331,6 +340,7 @@ class FlowRunner:
             self._assigned = None
             self._term = term
             if term is not None:
+                self.startup.reached(LEADS)
                 self._prepared = False
                 self._retry_at = None
                 self._set_state("starting", "this driver leads the flow now")
@@ -355,6 +365,7 @@ class FlowRunner:
             self.checkpointer.forget()
         self._provenance = self._provenance_for_policy()
         self._prepared = True
+        self.startup.reached(TAKEN_OVER)
 
     def _fail(self, reason: str, now: float) -> None:
         backoff = self.RESTART_BACKOFF_S[min(self._failures, len(self.RESTART_BACKOFF_S) - 1)]
@@ -376,8 +387,10 @@ class FlowRunner:
         if not ready:
             self._set_state("running", "no source topic matches the flow's filter yet")
             return
+        self.startup.reached(TOPICS_READY)
         self.loops.check_gaps(ready)
         self.data_path.start(ready, self._starting_offsets(ready), self._provenance, self._term)
+        self.startup.reached(QUERY_STARTED)
         self._assigned = dict(ready)  # only once the query runs, so a failed start is retried
         self._set_state("running", "")
         log.info(

@@ -10,6 +10,9 @@ cluster); the others stand by and take over when it stops or dies.
 
 Heartbeats (`control.heartbeats`) are emitted by every driver, leader or not,
 for the flows into the clusters it serves, disabled flows included.
+
+The flows start before the Spark session exists and take over meanwhile; each
+waits for the session only to start its query (`engine.spark_promise`).
 """
 
 from __future__ import annotations
@@ -18,14 +21,19 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.control.heartbeats import Heartbeats, HeartbeatStatus
 from mirrorline.engine.flow import FlowRunner
 from mirrorline.engine.leadership import FlowLeadership, driver_id
+from mirrorline.engine.spark_promise import SparkPromise
 from mirrorline.engine.status import FlowStatus
 from mirrorline.flow_context import FlowContext
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -74,49 +82,61 @@ class Driver:
     def __init__(
         self,
         flows: list[FlowConfig],
-        spark,
+        spark: SparkSession | SparkPromise,
         work_dir: Path,
         heartbeat_flows: Iterable[FlowConfig] = (),
     ) -> None:
-        """`heartbeat_flows`: the flows whose heartbeats this driver emits
+        """`spark`: the session, or its promise while it starts (`engine.spark_promise`);
+        `heartbeat_flows`: the flows whose heartbeats this driver emits
         (`control.heartbeats.heartbeat_flows_for`); none by default."""
         self.flows = flows
         self.driver_id = driver_id()
+        promise = spark if isinstance(spark, SparkPromise) else SparkPromise(spark)
         self.runners = []
         for flow in flows:
             context = FlowContext(flow)
             leadership = FlowLeadership.for_flow(context, self.driver_id)
-            self.runners.append(FlowRunner(context, spark, work_dir, leadership))
+            self.runners.append(FlowRunner(context, promise, work_dir, leadership))
         self.heartbeats = Heartbeats(heartbeat_flows)
+        self._threads: list[threading.Thread] = []
 
-    def run(
-        self,
-        stop: threading.Event,
-        on_tick: Callable[[list[FlowStatus]], None] | None = None,
-    ) -> None:
-        """Replicate until `stop` is set, then stop every flow between batches.
-
-        Each flow's control loops run on a thread of their own, so a flow waiting
-        on an unreachable cluster never delays the others.
-        """
-        threads = [
+    def start(self, stop: threading.Event) -> None:
+        """Start every flow and the heartbeats, each on a thread of its own, so a flow
+        waiting on an unreachable cluster never delays the others; they end once
+        `stop` is set (`join`)."""
+        if self._threads:
+            return
+        self._threads = [
             threading.Thread(
                 target=self._run_flow, args=(runner, stop), name=f"flow {runner.flow.name}"
             )
             for runner in self.runners
         ]
         self.heartbeats.start(stop)
-        for thread in threads:
+        for thread in self._threads:
             thread.start()
+
+    def run(
+        self,
+        stop: threading.Event,
+        on_tick: Callable[[list[FlowStatus]], None] | None = None,
+    ) -> None:
+        """Replicate until `stop` is set (starting the flows unless `start` did),
+        then stop every flow between batches."""
+        self.start(stop)
         try:
             while not stop.wait(TICK_S):
                 if on_tick is not None:
                     on_tick(self.statuses())
         finally:
             stop.set()
-            for thread in threads:
-                thread.join()
-            self.heartbeats.join()
+            self.join()
+
+    def join(self) -> None:
+        """Wait for the flows, once `stop` is set, to end (between batches)."""
+        for thread in self._threads:
+            thread.join()
+        self.heartbeats.join()
 
     def _run_flow(self, runner: FlowRunner, stop: threading.Event) -> None:
         try:

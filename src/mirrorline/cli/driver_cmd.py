@@ -22,6 +22,8 @@ from mirrorline.driver import (
     check_supported,
     select_flows,
 )
+from mirrorline.engine.spark_promise import SparkPromise
+from mirrorline.engine.startup import SPARK_SESSION, driver_step
 from mirrorline.engine.status import FlowStatus
 from mirrorline.java_classes import JavaTopicFilter, shown_class
 from mirrorline.jvm import JvmSetupError
@@ -137,9 +139,13 @@ def driver(
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    # The flows take over (leadership, progress, remote topics) while Spark starts:
+    # they wait for the session only to start their queries (`engine.spark_promise`).
+    promise = SparkPromise()
+    mirror = Driver(flows, promise, scratch, heartbeat_flows)
+    mirror.start(stop)
     try:
         from mirrorline.engine.session import build_spark_session
-        from mirrorline.engine.startup import SPARK_SESSION, driver_step
 
         user_jars = plugin_jars(flow.value("plugin.path") for flow in flows)
         if user_jars:
@@ -156,14 +162,19 @@ def driver(
             log_level=logs.spark_level(),
             log_json=logs.is_json(),
         )
-        driver_step(SPARK_SESSION)
-    except JvmSetupError as exc:
-        raise _fail(str(exc), 1) from None
+    except BaseException as exc:
+        promise.fail(str(exc))
+        stop.set()
+        mirror.join()
+        if isinstance(exc, JvmSetupError):
+            raise _fail(str(exc), 1) from None
+        raise
+    driver_step(SPARK_SESSION)
+    promise.fulfil(spark)
     # PySpark installs its own SIGINT handler with the session (it cancels every job,
     # failing the running batch): Ctrl-C must stop between batches instead.
     signal.signal(signal.SIGINT, request_stop)
     try:
-        mirror = Driver(flows, spark, scratch, heartbeat_flows)
         mirror.run(stop, on_tick=_StatusPrinter(status_every, mirror.heartbeat_statuses))
     except KeyboardInterrupt:
         raise _fail("interrupted again: stopped without waiting for running batches", 130) from None

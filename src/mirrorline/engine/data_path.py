@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from mirrorline.engine.batch_commit import BatchCommitter
@@ -58,6 +58,7 @@ from mirrorline.engine.batch_writer import (
 from mirrorline.engine.progress import PROGRESS_TOPIC
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.real_time import RealTimeResults, start_real_time
+from mirrorline.engine.spark_promise import SparkPromise
 from mirrorline.engine.status import summarise
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
 from mirrorline.flow_context import FlowContext
@@ -127,14 +128,15 @@ class DataPath:
     def __init__(
         self,
         context: FlowContext,
-        spark: SparkSession,
+        spark: SparkPromise,
         work_dir: Path,
         committer: BatchCommitter,
         *,
         size_limits: Callable[[], Mapping[str, int]],
         term: Callable[[], int | None],
     ) -> None:
-        """`size_limits`: the remote topics' `max.message.bytes` as last seen; `term`:
+        """`spark`: the driver's session, which `start` waits for (`engine.spark_promise`);
+        `size_limits`: the remote topics' `max.message.bytes` as last seen; `term`:
         the driver's current term of leadership of the flow."""
         self._context = context
         self._spark = spark
@@ -185,7 +187,7 @@ class DataPath:
         self._checkpoint = (
             self._work_dir / "checkpoints" / self._context.name.replace(">", "") / uuid.uuid4().hex
         )
-        reader = self._spark.readStream.format("kafka")
+        reader = self._spark.get().readStream.format("kafka")
         for key, value in self._context.spark_source_options().items():
             reader = reader.option(key, value)
         reader = (
@@ -273,7 +275,7 @@ class DataPath:
             commits_done = self._committer.drain(max(0.0, deadline - time.monotonic()))
             if not (batch_done and commits_done):
                 if not batch_done:  # free the executors now (see batch_writer.cancel_batch)
-                    cancel_batch(self._spark, self._job_group)
+                    cancel_batch(self._spark.get(), self._job_group)
                 dropped = self._committer.abandon()
                 log.warning(
                     "flow %s: abandoning %s after %ss",

@@ -32,8 +32,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 from mirrorline.control.checkpointing import Checkpointer
 from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.remote_topics import RemoteTopicPublisher
@@ -49,6 +47,7 @@ from mirrorline.engine.loops import CHECKPOINTS, QUERY, TOPICS, FlowLoops
 from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.provenance import Provenance
+from mirrorline.engine.spark_promise import SparkPromise
 from mirrorline.engine.start_offsets import starting_offsets
 from mirrorline.engine.startup import (
     LEADS,
@@ -72,7 +71,7 @@ class FlowRunner:
     def __init__(
         self,
         context: FlowContext,
-        spark: SparkSession,
+        spark: SparkPromise,
         work_dir: Path,
         leadership: FlowLeadership,
     ) -> None:

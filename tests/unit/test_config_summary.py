@@ -188,7 +188,7 @@ def test_a_near_source_gets_its_round_trip_and_no_advice() -> None:
     link = advise(flow(), 1.2)
     assert (link.round_trip_ms, link.facts, link.advice) == (1.2, (), ())
     assert rows(flow(), Runtime("B", link=link))["source link"] == [
-        "1.2 ms round trip to A (near; median of 5)"
+        "1.2 ms round trip to A (near; fastest of 5)"
     ]
 
 

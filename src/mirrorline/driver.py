@@ -140,9 +140,11 @@ class Driver:
 
     def _run_flow(self, runner: FlowRunner, stop: threading.Event) -> None:
         try:
+            wake = runner.context.wake
             while not stop.is_set():
+                wake.clear()  # news during the tick makes the wait below return at once
                 self._guarded(runner, runner.tick)
-                stop.wait(TICK_S)
+                wake.wait(TICK_S)
         finally:
             self._guarded(runner, runner.stop)
 

@@ -20,6 +20,7 @@ flows that may not run here at all).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,9 @@ class FlowContext:
         self.settings = FlowSettings.of(flow)
         self.source = side_clients(flow, "source")
         self.target = side_clients(flow, "target")
+        # Set by a collaborator whose news the flow should act on now rather than at
+        # its next tick (leadership gained or lost, control records read).
+        self.wake = threading.Event()
 
     @property
     def name(self) -> str:

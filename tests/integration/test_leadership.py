@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -18,13 +19,16 @@ from support.kafka_io import Record, create_topic, end_offsets, produce, unique_
 from support.wait import assert_stays, wait_until
 
 
-def _leadership(cluster, flow: str, client_id: str) -> FlowLeadership:
+def _leadership(
+    cluster, flow: str, client_id: str, wake: threading.Event | None = None
+) -> FlowLeadership:
     settings = {"bootstrap.servers": cluster.bootstrap_servers}
     return FlowLeadership(
         flow,
         ClusterClients.of(cluster.alias, settings),
         replication_factor=1,
         client_id=client_id,
+        wake=wake,
     )
 
 
@@ -33,8 +37,9 @@ def test_the_first_driver_leads_a_later_one_stands_by_and_takes_over_when_it_lea
 ):
     _, west = two_clusters
     flow = f"{unique_name('east')}->west"  # a fresh group
+    woken = threading.Event()
     first = _leadership(west, flow, "first")
-    second = _leadership(west, flow, "second")
+    second = _leadership(west, flow, "second", wake=woken)
     try:
         started = time.monotonic()
         first.start()
@@ -57,7 +62,9 @@ def test_the_first_driver_leads_a_later_one_stands_by_and_takes_over_when_it_lea
         left = time.monotonic()
         first.close()
         assert first.term() is None
+        assert not woken.is_set()  # standing by is no news to its flow
         wait_until(lambda: second.term() == 1, timeout=30, what="the second driver to lead")
+        assert woken.is_set()  # its flow acts at once, not at its next tick
         print(f"after a clean stop the next driver leads {time.monotonic() - left:.1f}s later")
     finally:
         first.close()

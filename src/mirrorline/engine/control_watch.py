@@ -108,6 +108,7 @@ class ControlWatch:
                     if consumer.position([tp])[0].offset >= end or self._next >= end:
                         self._publish()
                         self._ready.set()
+                        self._context.wake.set()
         finally:
             consumer.close()
 

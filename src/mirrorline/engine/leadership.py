@@ -166,7 +166,9 @@ class FlowLeadership:
         *,
         replication_factor: int = -1,
         client_id: str | None = None,
+        wake: threading.Event | None = None,
     ) -> None:
+        """`wake` is set whenever this driver gains or loses the flow."""
         self.flow_name = flow_name
         self.group = group_id(flow_name)
         self.client_id = client_id or driver_id()
@@ -186,6 +188,7 @@ class FlowLeadership:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_at = 0.0
+        self._wake = wake or threading.Event()
 
     @classmethod
     def for_flow(cls, context: FlowContext, client_id: str | None = None) -> FlowLeadership:
@@ -195,6 +198,7 @@ class FlowLeadership:
             context.target,
             replication_factor=context.settings.replication_factor,
             client_id=client_id,
+            wake=context.wake,
         )
 
     # -- what the flow asks ------------------------------------------------------------
@@ -314,6 +318,7 @@ class FlowLeadership:
             term = self._term.gain()
             with self._lock:
                 self._holder, self._problem = None, ""
+            self._wake.set()
             log.info(
                 "flow %s: this driver (%s) leads it now (term %d, %.1fs after joining)",
                 self.flow_name,
@@ -357,6 +362,7 @@ class FlowLeadership:
     def _lose(self, why: str) -> None:
         if not self._term.end():
             return
+        self._wake.set()
         if self._stop.is_set():  # this driver leaves the group: its own stop, not news
             log.info("flow %s: leadership released; this driver stops", self.flow_name)
         else:

@@ -10,6 +10,11 @@ polled every 0.1 s), as in `replication_benchmark.py`. Every layout gets its own
 source topic with the same records. CPU seconds of the driver's process tree and
 of the workers' trees (the workers and their executors) are sampled from /proc.
 
+On a 2-core machine uncapped executors saturate both cores; `--cpu-cap 0.4`
+caps each worker and its executors at 0.4 cores (`benchlib/cpu_cap.py`), so
+that `--layouts 1x1,2x1,3x1` shows what more executors add while the machine
+has room left.
+
 Run `python benchmarks/standalone_scaling.py --help`; results go to
 `benchmarks/results/standalone-scaling-<date>.json` and are summarised in
 docs/spark-clusters.md.
@@ -25,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -33,6 +39,7 @@ REPO = BENCH_DIR.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
 from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, say  # noqa: E402
+from benchlib.cpu_cap import CpuCap, CpuCapError  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import (  # noqa: E402
     OffsetWatcher,
@@ -68,6 +75,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--repeats", type=int, default=1, help="measure the layouts in turn this many times"
     )
+    parser.add_argument(
+        "--cpu-cap",
+        type=float,
+        default=None,
+        metavar="CORES",
+        help="cap each worker and its executors at this many cores (cgroup v1 cpu "
+        "controller), so the machine never saturates; brokers and driver stay uncapped",
+    )
     parser.add_argument("--worker-memory", default="1g")
     parser.add_argument("--timeout", type=float, default=900, help="per layout, seconds")
     parser.add_argument("--no-save", action="store_true", help="print only")
@@ -87,12 +102,12 @@ def measure(
     target = OffsetWatcher(clusters[1].bootstrap_servers)
     remote = f"{SOURCE}.{topic}"
     load = OtherLoad()
-    with cluster:
-        executor_side = [
-            TreeSampler(pid).start()
-            for daemon, pid in cluster.daemon_pids().items()
-            if daemon.startswith("worker")
-        ]
+    with cluster, ExitStack() as caps:
+        workers_pids = [p for d, p in cluster.daemon_pids().items() if d.startswith("worker")]
+        cap = caps.enter_context(CpuCap(args.cpu_cap)) if args.cpu_cap else None
+        for pid in workers_pids if cap is not None else ():
+            cap.add(pid)  # before the driver starts: executors inherit the worker's group
+        executor_side = [TreeSampler(pid).start() for pid in workers_pids]
         config = write_replication_config(
             work / f"{name}.properties", clusters, topic, args.partitions
         )
@@ -117,6 +132,7 @@ def measure(
                         f"{args.timeout:.0f}s; see {proc.log_path}"
                     )
                 time.sleep(POLL_S)
+            throttled = cap.throttled() if cap is not None else {}
             other = load.cores_since(began)
             driver_cpu = proc.sampler.cpu_seconds()
             executors_cpu = sum(s.cpu_seconds() for s in executor_side)
@@ -143,6 +159,8 @@ def measure(
         "machine_busy_cores_in_transfer": round(busy, 2),
         "other_cpu_cores": other,
         "graceful_stop": stopped.graceful,
+        "cpu_cap_cores_per_worker": args.cpu_cap,
+        "cap_throttled": throttled,
     }
     say(
         f"  {name}: {result['records_per_s']:,.0f} records/s (transfer {result['transfer_s']}s, "
@@ -178,7 +196,7 @@ def main(argv: list[str]) -> int:
             for (_, layout), topic in zip(runs, topics, strict=True):
                 results.append(measure(layout, topic, clusters, work, args))
         failed = False
-    except BenchmarkError as exc:
+    except (BenchmarkError, CpuCapError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
@@ -187,7 +205,10 @@ def main(argv: list[str]) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     base = results[0]["records_per_s"]
-    print(f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions")
+    capped = f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
+    print(
+        f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions{capped}"
+    )
     print(
         "| layout | executor cores | records/s | vs first | transfer s | startup s "
         "| CPU s driver | CPU s workers | machine busy in transfer (cores) | other load (cores) |"
@@ -213,6 +234,7 @@ def main(argv: list[str]) -> int:
                 "partitions": args.partitions,
                 "worker_memory": args.worker_memory,
                 "repeats": args.repeats,
+                "cpu_cap_cores_per_worker": args.cpu_cap,
             },
             **environment(),
             "results": results,

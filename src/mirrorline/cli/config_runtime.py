@@ -28,7 +28,6 @@ from mirrorline.config import ConfigError
 from mirrorline.config.model import FlowConfig, Side
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.flow_context import side_clients
-from mirrorline.kafka import KafkaOperationError
 from mirrorline.operations.positions import saved_progress
 from mirrorline.operations.source_link import SourceLink, advise, measure
 from mirrorline.predecessor.handover import preview
@@ -63,9 +62,8 @@ def read_runtime(
     not answering.
     """
     results: dict[str, Runtime] = {}
-    lock = threading.Lock()
-
     links: dict[str, SourceLink] = {}
+    lock = threading.Lock()
 
     def read(flow: FlowConfig) -> None:
         runtime = _read_one(flow, timeout, first_start)
@@ -118,14 +116,9 @@ def _read_one(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:
         return Runtime(
             flow.target, control=control, first_start=preview(flow, clients, progress, timeout)
         )
-    except KafkaOperationError as exc:
-        message = str(exc)
-    except KafkaException as exc:  # librdkafka refused the settings (a missing CA file, ...)
-        error = exc.args[0]
-        message = error.str() if isinstance(error, KafkaError) else str(exc)
     except Exception as exc:  # a note, never a stack trace, for one flow's read
         log.debug("reading the run-time changes of %s failed", flow.name, exc_info=True)
-        message = str(exc)
+        message = _message(exc)
     finally:
         store.close()
         clients.close()
@@ -139,15 +132,19 @@ def _probe_source(flow: FlowConfig, timeout: float) -> SourceLink:
         return SourceLink(flow.source, note=f"the clients of {flow.source} cannot be used: {exc}")
     try:
         return advise(flow, measure(clients, timeout))
-    except KafkaException as exc:
-        error = exc.args[0]
-        message = error.str() if isinstance(error, KafkaError) else str(exc)
     except Exception as exc:  # a note, never a stack trace, for one flow's probe
         log.debug("measuring the round trip to %s failed", flow.source, exc_info=True)
-        message = str(exc) or type(exc).__name__
+        message = _message(exc)
     finally:
         clients.close()
     return SourceLink(flow.source, note=_why(flow, message, "source", "asking"))
+
+
+def _message(exc: Exception) -> str:
+    """librdkafka's own words for its errors (a refused setting, a missing CA file, ...)."""
+    if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
+        return str(exc.args[0].str())
+    return str(exc) or type(exc).__name__
 
 
 def _why(

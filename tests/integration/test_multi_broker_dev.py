@@ -37,8 +37,15 @@ def test_three_nodes_keep_writing_through_a_node_outage_and_a_restart(tmp_path):
         config = dev.client_config(ALIAS)
         topic = unique_name("replicated")
         create_topic(config, topic, 2, replication_factor=-1)
-        partitions = AdminClient(config).list_topics(topic, timeout=10).topics[topic].partitions
-        assert [len(p.replicas) for p in partitions.values()] == [3, 3]  # the default factor
+        admin = AdminClient(config)
+
+        def replica_counts() -> list[int]:
+            # A node other than the one that created the topic may not know it yet.
+            partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+            return [len(p.replicas) for p in partitions.values()]
+
+        wait_until(lambda: len(replica_counts()) == 2, timeout=30, what=f"{topic}'s metadata")
+        assert replica_counts() == [3, 3]  # the default factor
 
         acks_all = {"acks": "all"}
         produce(config, topic, [Record(b"before", b"%d" % i, partition=i % 2) for i in range(50)])

@@ -26,6 +26,7 @@ Below `FAR_MS` none of this matters and `advise` says nothing but the number.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -74,13 +75,7 @@ class SourceLink:
         )
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "source": self.source,
-            "round_trip_ms": self.round_trip_ms,
-            "note": self.note,
-            "facts": list(self.facts),
-            "advice": list(self.advice),
-        }
+        return dataclasses.asdict(self)
 
 
 def measure(clients: ClusterClients, timeout: float) -> float:

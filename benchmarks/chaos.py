@@ -224,7 +224,7 @@ def soak_findings(report: ChaosReport, memory: MemoryLog) -> tuple[dict, list[st
             if quiet and p99 > SOAK_AGE_P99_MS:
                 broken.append(f"{f.flow}: record-age p99 {p99} ms in window {window}")
     return {
-        "memory": [vars(g) | {"percent": round(g.percent, 2)} for g in growth],
+        "memory": [vars(g) for g in growth],
         "age_windows": windows,
     }, broken
 

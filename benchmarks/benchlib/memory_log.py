@@ -6,7 +6,9 @@ killed every 15 minutes, brokers restart. So memory is followed per process
 Kafka brokers, ...), and growth is judged per process over the part of its
 life after a warm-up, within the window the soak cares about (its last 45
 minutes): a leak shows as RSS that keeps rising after the JVM heaps and
-caches have settled.
+caches have settled. Growth is read off the least-squares line through the
+judged samples (one every 30 s), so that a sample taken in a burst (a
+catch-up) weighs as one of many.
 """
 
 from __future__ import annotations
@@ -24,12 +26,25 @@ class Growth:
     pid: int
     from_s: float  # seconds into the run of the first sample judged
     to_s: float
-    first_mib: float
+    first_mib: float  # RSS sampled at from_s and at to_s
     last_mib: float
+    percent: float  # the least-squares line's rise from from_s to to_s, of its value at from_s
 
-    @property
-    def percent(self) -> float:
-        return 100.0 * (self.last_mib - self.first_mib) / self.first_mib if self.first_mib else 0.0
+
+def _fitted_growth(samples: list[tuple[float, int]]) -> float:
+    """Percent growth over the samples' span along their least-squares line.
+
+    A line through every sample, not the last against the first: a sample taken
+    during a burst (a catch-up after a broker restart) says little about a
+    trend, and the trend is what a leak is.
+    """
+    n = len(samples)
+    mean_t = sum(t for t, _ in samples) / n
+    mean_r = sum(r for _, r in samples) / n
+    spread = sum((t - mean_t) ** 2 for t, _ in samples)
+    slope = sum((t - mean_t) * (r - mean_r) for t, r in samples) / spread if spread else 0.0
+    start = mean_r + slope * (samples[0][0] - mean_t)
+    return 100.0 * slope * (samples[-1][0] - samples[0][0]) / start if start > 0 else 0.0
 
 
 class MemoryLog(threading.Thread):
@@ -69,8 +84,8 @@ class MemoryLog(threading.Thread):
 
     def growth(self, window_s: float, warm_up_s: float) -> list[Growth]:
         """Per process that lived through warm-up: RSS at its first sample that is both
-        `warm_up_s` after it started and inside the last `window_s` of the run, and at its
-        last sample."""
+        `warm_up_s` after it started and inside the last `window_s` of the run, at its
+        last sample, and the growth between along the line through all of them."""
         end = time.monotonic() - self.began
         rows = []
         for (pid, _start), (role, seen, samples) in sorted(self.processes.items()):
@@ -78,5 +93,15 @@ class MemoryLog(threading.Thread):
             if len(judged) < 2:
                 continue
             (t0, r0), (t1, r1) = judged[0], judged[-1]
-            rows.append(Growth(role, pid, t0, t1, round(r0 / 1024, 1), round(r1 / 1024, 1)))
+            rows.append(
+                Growth(
+                    role,
+                    pid,
+                    t0,
+                    t1,
+                    round(r0 / 1024, 1),
+                    round(r1 / 1024, 1),
+                    round(_fitted_growth(judged), 2),
+                )
+            )
         return rows

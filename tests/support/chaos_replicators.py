@@ -70,12 +70,13 @@ class Replicators:
         (work_dir / "logs").mkdir(parents=True, exist_ok=True)
         ours = [f for f in flows if f.replicator == "mirrorline"]
         mm2 = [f for f in flows if f.replicator == "mm2"]
-        self.config = write_config(
-            work_dir / "mirrorline.properties",
-            dev,
-            ours,
-            ["replication.factor = 3", f"max.poll.records = {max_poll_records}"],
-        )
+        settings = ["replication.factor = 3", f"max.poll.records = {max_poll_records}"]
+        if service:
+            # The service keeps its longest window of samples (60 minutes by default):
+            # its memory would fill for the whole of an hour's soak. With 5 minutes
+            # it is full after the soak's warm-up, and what grows after is a leak.
+            settings.append("service.windows = 1m, 5m")
+        self.config = write_config(work_dir / "mirrorline.properties", dev, ours, settings)
         self._mm2 = None
         if mm2:
             self._mm2 = (

@@ -44,7 +44,10 @@ $(PY_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
+# `setup` is idempotent (it fetches and builds only what is missing, such as the
+# driver's class archive after a Java upgrade), so it runs every time.
 jvm: $(JVM_STAMP)
+	@$(BIN)/mirrorline setup --java-plugins --wan-link
 
 # The connector must match PySpark exactly, so the check needs the virtualenv.
 $(JVM_STAMP): $(JVM_INPUTS) $(PY_STAMP) | jdk
@@ -54,7 +57,6 @@ $(JVM_STAMP): $(JVM_INPUTS) $(PY_STAMP) | jdk
 	   echo "error: jvm/pom.xml wants Spark $$want but PySpark $$have is installed"; exit 1; fi
 	@echo ">> building the writer into src/mirrorline/jars and resolving MirrorMaker 2 into $(JVM_LIB)"
 	mvn --quiet --batch-mode -s jvm/settings.xml -f jvm/pom.xml -Djvm.lib=$(JVM_LIB) package
-	$(BIN)/mirrorline setup --java-plugins --wan-link
 	@touch $@
 
 demo: setup

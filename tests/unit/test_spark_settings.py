@@ -115,7 +115,7 @@ def _jar_cache(root: Path, sets: dict[str, list[str]]) -> Path:
 
 def test_executor_jars_take_each_artifact_once_and_none_that_spark_ships(tmp_path, monkeypatch):
     spark_jars = _jar_cache(tmp_path / "pyspark", {"jars": ["scala-library-2.13.16.jar"]})
-    monkeypatch.setattr(session, "_pyspark_jars_dir", lambda: spark_jars / "jars")
+    monkeypatch.setattr(session, "pyspark_jars_dir", lambda: spark_jars / "jars")
     cache = _jar_cache(
         tmp_path / "cache",
         {

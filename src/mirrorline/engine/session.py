@@ -38,6 +38,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mirrorline import jvm
+from mirrorline.engine import class_archive
 
 DEFAULT_MASTER = "local[*]"
 
@@ -104,7 +105,7 @@ def executor_jars(
     waste memory and at worst mix versions, so a jar is used only if neither
     PySpark nor an earlier set has its artifact.
     """
-    known = {_artifact_name(p) for p in _pyspark_jars_dir().glob("*.jar")}
+    known = {_artifact_name(p) for p in pyspark_jars_dir().glob("*.jar")}
     chosen = []
     for jar_set in jar_sets:
         for jar in jvm.jars(jar_set, progress):
@@ -121,13 +122,16 @@ def build_spark_session(
     conf: Mapping[str, str] | None = None,
     log_level: str = "WARN",
     log_json: bool = False,
+    archive_to: Path | None = None,
 ):
     """Create (or return the running) Spark session with Mirrorline's settings.
 
     `conf` overrides the defaults, except that its `spark.jars` is added to
     Mirrorline's jars instead of replacing them. The master comes from the argument,
     then `MIRRORLINE_SPARK_MASTER`, then `local[*]`. `log_json`: the driver's JVM logs
-    one JSON object per line, as `mirrorline --log-format json` does.
+    one JSON object per line, as `mirrorline --log-format json` does. `archive_to`:
+    the JVM writes its class archive there as it exits (`engine.class_archive`),
+    instead of mapping the one there is.
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -157,6 +161,13 @@ def build_spark_session(
     settings.update(conf)
     if "spark.driver.extraJavaOptions" not in conf:
         settings["spark.driver.extraJavaOptions"] += _fixed_heap(settings["spark.driver.memory"])
+        archive = (
+            f"-XX:ArchiveClassesAtExit={archive_to}" if archive_to else class_archive.java_option()
+        )
+        if archive:
+            settings["spark.driver.extraJavaOptions"] += f" {archive}"
+        else:
+            _log.info("no class archive for this Java and Spark: `mirrorline setup` builds one")
 
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
     spark_conf.setAll(list(settings.items()))
@@ -243,7 +254,7 @@ def _address_towards(master: str) -> str | None:
         return None  # unresolvable or unroutable now: Spark's default, and its error if any
 
 
-def _pyspark_jars_dir() -> Path:
+def pyspark_jars_dir() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).parent / "jars"

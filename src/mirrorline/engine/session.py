@@ -80,9 +80,9 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     # A driver runs for weeks and starts a job every micro-batch. Spark's status
     # store (behind its UI) keeps the last 1,000 jobs, stages and SQL executions and
-    # 100,000 tasks by default: for a driver at one batch a second per flow that
-    # heap keeps growing for the first half hour, and each batch pays to update
-    # and trim it. A hundred batches' worth is plenty to look at one.
+    # 100,000 tasks by default: at a batch a second per flow, heap that fills for
+    # the first quarter hour or more. A hundred batches' worth is plenty to look
+    # at one.
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.ui.retainedTasks": "2000",
@@ -185,7 +185,7 @@ def _fixed_heap(memory: str) -> str:
     minutes), so the process's memory says little and moves under a container's
     limit. A heap of fixed size, its pages touched at start (as Elasticsearch and
     Cassandra run theirs), makes the footprint known from the first second and
-    lets its growth mean a leak. Touching 2 GiB costs about 0.7 s of start-up.
+    lets its growth mean a leak. Touching 2 GiB costs about 0.6 s of start-up.
     """
     return f" -Xms{memory} -XX:+AlwaysPreTouch"
 

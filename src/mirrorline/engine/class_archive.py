@@ -17,10 +17,12 @@ The protocol:
   the archive as it exits (`-XX:ArchiveClassesAtExit`).
 - It writes under a temporary name, renamed to the archive's name only after
   that JVM exited cleanly: a JVM that maps a truncated archive crashes.
-- An archive fits one JVM build and one class path. Its name carries a key of
-  both (`class-archive/driver-<key>.jsa` in the jar cache), so a new Java or a
-  new PySpark looks for a new archive; a JVM given one that does not fit anyway
-  warns once and runs without it.
+- An archive fits one JVM build and one class path, checked by path. Its name
+  carries a key of both places and one of what is there
+  (`class-archive/driver-<where>-<what>.jsa` in the jar cache), so each
+  installation sharing a cache has its own, and a new Java or PySpark looks for
+  a new one (the build removes the one it replaces); a JVM given one that does
+  not fit anyway warns once and runs without it.
 - Drivers use the archive when it is there (`java_option`) and start as before
   when it is not; nothing else depends on it.
 """
@@ -44,7 +46,7 @@ BUILD_TIMEOUT_S = 600.0
 
 def archive_path() -> Path:
     """Where the archive for this host's Java and PySpark is (or would be)."""
-    return jvm.jar_cache_dir() / DIRECTORY / f"driver-{_key()}.jsa"
+    return jvm.jar_cache_dir() / DIRECTORY / _name()
 
 
 def java_option() -> str:
@@ -84,20 +86,30 @@ def build(progress: Callable[[str], None] | None = None) -> Path:
         ) from None
     finally:
         partial.unlink(missing_ok=True)
-    for old in path.parent.glob("driver-*.jsa"):
+    # Older builds for the same Java and PySpark paths (an upgrade) go; other
+    # installations sharing the cache keep theirs.
+    where = path.name.rsplit("-", 1)[0]
+    for old in path.parent.glob(f"{where}-*.jsa"):
         if old != path:
             old.unlink(missing_ok=True)
     return path
 
 
-def _key() -> str:
-    """The Java build and Spark's class path, hashed: what an archive is valid for."""
+def _name() -> str:
+    """`driver-<where>-<what>.jsa`: the paths of Java and of Spark's jars (the JVM checks
+    the class path it was dumped with by path), then their builds (sizes and times)."""
     from mirrorline.engine.session import pyspark_jars_dir
 
     java = Path(jvm.java_executable()).resolve()
-    parts = [str(java), str(java.stat().st_size), str(java.stat().st_mtime_ns)]
-    parts += sorted(f"{j.name}:{j.stat().st_size}" for j in pyspark_jars_dir().glob("*.jar"))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    jars = pyspark_jars_dir()
+    where = [str(java), str(jars)]
+    what = [str(java.stat().st_size), str(java.stat().st_mtime_ns)]
+    what += sorted(f"{j.name}:{j.stat().st_size}" for j in jars.glob("*.jar"))
+    return f"driver-{_digest(where)}-{_digest(what)}.jsa"
+
+
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
 
 def _write(partial: Path) -> None:

@@ -63,10 +63,7 @@ def build(progress: Callable[[str], None] | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if progress:
         progress("building the driver's class archive (a Spark session, about 20 s)")
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".partial")
-    os.close(fd)
-    partial = Path(name)
-    partial.unlink()  # the JVM creates it as it exits
+    partial = path.with_name(f".{path.stem}-{os.getpid()}.partial")  # the JVM creates it
     try:
         done = subprocess.run(
             [sys.executable, "-m", __name__, str(partial)],

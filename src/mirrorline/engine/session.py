@@ -160,14 +160,14 @@ def build_spark_session(
     settings["spark.jars"] = ",".join(jars)
     settings.update(conf)
     if "spark.driver.extraJavaOptions" not in conf:
-        settings["spark.driver.extraJavaOptions"] += _fixed_heap(settings["spark.driver.memory"])
         archive = (
             f"-XX:ArchiveClassesAtExit={archive_to}" if archive_to else class_archive.java_option()
         )
-        if archive:
-            settings["spark.driver.extraJavaOptions"] += f" {archive}"
-        else:
+        if not archive:
             _log.info("no class archive for this Java and Spark: `mirrorline setup` builds one")
+        options = [settings["spark.driver.extraJavaOptions"]]
+        options += _fixed_heap(settings["spark.driver.memory"]) + [archive]
+        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, options))
 
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
     spark_conf.setAll(list(settings.items()))
@@ -177,7 +177,7 @@ def build_spark_session(
     return session
 
 
-def _fixed_heap(memory: str) -> str:
+def _fixed_heap(memory: str) -> list[str]:
     """Java options that give the driver's JVM its whole heap at start, touched.
 
     A driver runs for weeks. With only a maximum, G1 grows and shrinks the heap
@@ -187,7 +187,7 @@ def _fixed_heap(memory: str) -> str:
     Cassandra run theirs), makes the footprint known from the first second and
     lets its growth mean a leak. Touching 2 GiB costs about 0.6 s of start-up.
     """
-    return f" -Xms{memory} -XX:+AlwaysPreTouch"
+    return [f"-Xms{memory}", "-XX:+AlwaysPreTouch"]
 
 
 def _launch_jvm_in_own_session(conf) -> None:

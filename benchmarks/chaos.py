@@ -20,7 +20,9 @@ driver SIGKILLed every 15, the monitoring service beside it; memory of every
 process is sampled every 30 s, Mirrorline's (driver, Spark JVM, service) judged
 over the last 45 minutes, record-age p99 per 5-minute window. Its topics keep
 10 minutes of records (an hour would be about 90 GB on the two clusters), so
-`verify` checks the last 5 minutes; the census counts every record.
+`verify` checks the last 5 minutes; the census counts every record. Every
+move of partition leadership is recorded; those outside every event are
+listed (a window with one is judged all the same).
 
 Results go to `results/chaos-<date>-<time>.json` (`soak-...` for the soak)
 unless `--no-save`. Exit code 0 when Mirrorline kept its guarantees (and, for
@@ -205,9 +207,18 @@ def soak_findings(report: ChaosReport, memory: MemoryLog) -> tuple[dict, list[st
             broken.append(f"{g.role} (pid {g.pid}) grew {g.percent:.1f} % in RSS")
     # Windows with a start, an event or its recovery in them.
     busy = set(range(int(report.caught_up_s // SOAK_WINDOW_S) + 1))
-    for e in report.events:
-        end = e.began_s + e.seconds + max((s or 0.0) for s in e.recovered_s.values())
-        busy.update(range(int(e.began_s // SOAK_WINDOW_S), int(end // SOAK_WINDOW_S) + 1))
+    spans = [
+        (e.began_s, e.began_s + e.seconds + max((s or 0.0) for s in e.recovered_s.values()))
+        for e in report.events
+    ]
+    for began, end in spans:
+        busy.update(range(int(began // SOAK_WINDOW_S), int(end // SOAK_WINDOW_S) + 1))
+    # Reported, not excused: a window with one of these is judged like any other.
+    stray_moves = [
+        vars(m) | {"window": int(m.at_s // SOAK_WINDOW_S)}
+        for m in report.leader_moves
+        if not any(began <= m.at_s <= end for began, end in spans)
+    ]
     windows = []
     for f in report.flows:
         for window, records, p99 in f.age_p99_ms:
@@ -226,6 +237,7 @@ def soak_findings(report: ChaosReport, memory: MemoryLog) -> tuple[dict, list[st
     return {
         "memory": [vars(g) for g in growth],
         "age_windows": windows,
+        "leader_moves_outside_events": stray_moves,
     }, broken
 
 
@@ -270,6 +282,11 @@ def main(argv: list[str]) -> int:
                 f"{g['role']} (pid {g['pid']}): {g['first_mib']} -> {g['last_mib']} MiB "
                 f"({g['percent']:+.1f} %) from {g['from_s']:.0f} s to {g['to_s']:.0f} s"
             )
+        strays = findings["leader_moves_outside_events"]
+        print(f"leadership moves outside every event: {len(strays)}")
+        for m in strays[:20]:
+            where = f"{m['cluster']} {m['partition']}"
+            print(f"  {m['at_s']:.0f} s {where}: node {m['before']} -> {m['after']}")
         broken += missed
     for violation in broken:
         print(f"BROKEN: {violation}")

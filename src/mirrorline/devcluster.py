@@ -127,6 +127,13 @@ class DevClusters:
             raise DevClusterError(f"{alias}: {topic}[{partition}] has no leader right now")
         return leader
 
+    def elect_preferred_leaders(self, alias: str) -> list[str]:
+        """Move leadership of cluster `alias` back to the preferred replicas; those moved."""
+        try:
+            return devhealth.elect_preferred_leaders(self.client_config(alias))
+        except RuntimeError as exc:
+            raise DevClusterError(f"{alias}: {exc}") from None
+
     def active_controller(self, alias: str) -> int:
         """The id of the node that is the active controller of cluster `alias`."""
         cluster = self.get(alias)
@@ -375,8 +382,9 @@ class DevClusters:
         timeout: float = 120.0,
         progress: Progress | None = None,
     ) -> DevCluster:
-        """Stop node `node` of `alias`, start it again, and wait until it is registered and
-        no partition of the cluster is under-replicated (its replicas caught up)."""
+        """Stop node `node` of `alias`, start it again, wait until it is registered and no
+        partition of the cluster is under-replicated (its replicas caught up), then move
+        leadership back to the preferred replicas (`devhealth.elect_preferred_leaders`)."""
         say = progress or (lambda _msg: None)
         deadline = time.monotonic() + timeout
         say(f"stopping node {node} of {alias}")
@@ -390,7 +398,11 @@ class DevClusters:
                 f"{alias}: {len(lagging)} partition(s) still under-replicated "
                 f"{timeout:.0f} s after restarting node {node}: {', '.join(lagging[:10])}"
             )
-        say(f"node {node} of {alias} is back; no under-replicated partitions")
+        moved = self.elect_preferred_leaders(alias)
+        say(
+            f"node {node} of {alias} is back; no under-replicated partitions; "
+            f"leadership of {len(moved)} partition(s) moved back to their preferred replicas"
+        )
         return cluster
 
     def _save(self, clusters: list[DevCluster]) -> None:

@@ -1,5 +1,6 @@
 """A dev cluster of three nodes behaves like a production one through a broker outage:
-`dev stop --broker` of a partition leader, `dev start`, `dev restart` of another node."""
+`dev stop --broker` of a partition leader, `dev start`, `dev restart` of another node (which
+moves leadership back to the preferred replicas)."""
 
 from __future__ import annotations
 
@@ -72,7 +73,11 @@ def test_three_nodes_keep_writing_through_a_node_outage_and_a_restart(tmp_path):
         other = next(n for n in (1, 2, 3) if n not in (victim, new_leader))
         output = cli("restart", ALIAS, "--broker", str(other))
         assert "no under-replicated partitions" in output
+        assert "moved back to their preferred replicas" in output
         assert under_replicated(config) == []
+        # Both nodes taken away lead their preferred partitions again, the stopped one too.
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+        assert all(p.leader == p.replicas[0] for p in partitions)
         produce(config, topic, [Record(b"after", b"%d" % i, partition=i % 2) for i in range(50)])
 
         records = consume(config, topic, expected=150)

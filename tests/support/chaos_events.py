@@ -20,8 +20,12 @@ by commas, e.g. `rolling-restart,leader-kill:east,outage:west:60,driver-kill`:
 - `driver-kill`: SIGKILL to the replicators (Mirrorline's driver with its
   Spark JVM, and MirrorMaker 2 when it runs beside), started again at once.
 
-The harness (`chaos_harness`) measures around each event; this module only
-does it.
+Every broker event ends as an operator's procedure does: once no partition
+is under-replicated, leadership is moved back to the preferred replicas
+(`DevClusters.elect_preferred_leaders`). Left to the brokers, it would move
+up to 5 minutes later, and the stall every client feels then would fall
+outside the event. The harness (`chaos_harness`) measures around each event;
+this module only does it.
 """
 
 from __future__ import annotations
@@ -159,6 +163,9 @@ class BrokerChaos:
         self.dev.stop(alias, node)  # reaps it, waits for its ports, marks it stopped
 
     def _in_sync(self, aliases: list[str]) -> None:
+        """Wait until no partition is under-replicated, then move leadership back to the
+        preferred replicas, so that the event's effects end with it (the brokers would
+        otherwise move it up to 5 minutes later, in a window without an event)."""
         deadline = time.monotonic() + IN_SYNC_TIMEOUT_S
         for alias in aliases:
             lagging = wait_in_sync(self.dev.client_config(alias), deadline, self.say)
@@ -167,6 +174,8 @@ class BrokerChaos:
                     f"{alias}: {len(lagging)} partitions still under-replicated "
                     f"{IN_SYNC_TIMEOUT_S:.0f} s after a node came back: {lagging[:5]}"
                 )
+            moved = self.dev.elect_preferred_leaders(alias)
+            self.say(f"    {alias}: leadership of {len(moved)} partition(s) moved back")
 
 
 def _or_none(ask: Callable[..., int], *args: object) -> int | None:

@@ -28,6 +28,10 @@ exit code 0, no traceback) and each copy is judged twice:
   (MirrorMaker 2 included): lost and duplicated records, the highest record
   age and its p99 per window.
 
+Beside it, every move of a partition's leadership is recorded with its time
+(`chaos_leaders`), so that a stall in a window without an event can be laid
+beside what the clusters did then.
+
 Shared by `tests/integration/test_chaos.py` (short) and `benchmarks/chaos.py`
 (long runs, the hour soak).
 """
@@ -42,6 +46,7 @@ from pathlib import Path
 
 from mirrorline.devcluster import DevClusters
 from support.chaos_events import BrokerChaos, Event
+from support.chaos_leaders import LeaderMove, LeaderWatch
 from support.chaos_replicators import ChaosFlow, Replicators
 from support.chaos_streams import NumberedStream, ReplicaWatcher, padded_records
 from support.crash_harness import AT_LEAST_ONCE, EXACTLY_ONCE
@@ -112,6 +117,7 @@ class ChaosReport:
     events: list[EventResult] = field(default_factory=list)
     flows: list[FlowResult] = field(default_factory=list)
     caught_up_s: float = 0.0  # seconds into the run when the copies first held every record
+    leader_moves: list[LeaderMove] = field(default_factory=list)
     driver_exit_code: int | None = None
     driver_traceback: bool = False
     seconds: float = 0.0
@@ -150,6 +156,7 @@ class ChaosReport:
             "events": [vars(e) for e in self.events],
             "flows": [vars(f) for f in self.flows],
             "caught_up_s": self.caught_up_s,
+            "leader_moves": [vars(m) for m in self.leader_moves],
             "driver_exit_code": self.driver_exit_code,
             "driver_traceback": self.driver_traceback,
             "seconds": self.seconds,
@@ -199,6 +206,8 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
     threads = [*streams.values(), *watchers.values()]
     for thread in threads:
         thread.start()
+    leaders = LeaderWatch({a: dev.client_config(a) for a in (source, target)}, began)
+    leaders.start()
     run = _Run(dev, flows, streams, watchers, replicators, plan, say, began)
     try:
         replicators.start()
@@ -222,6 +231,8 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         replicators.close()
         for thread in threads:
             thread.stop()
+        leaders.stop()
+        report.leader_moves = leaders.moves
     report.seconds = round(time.monotonic() - began, 1)
     return report
 

@@ -96,7 +96,7 @@ def test_tolerant_mode_skips_counts_and_dead_letters_the_refused_record(
         # Records sharing a record batch with one over a limit the flow has not seen
         # yet are refused with it (see docs/replication.md); wait until it is known.
         wait_until(
-            lambda: driver.runners[0].topics.size_limits().get(remote) == 2000,
+            lambda: driver.runners[0].parts.topics.size_limits().get(remote) == 2000,
             timeout=30,
             what="the flow to learn the new max.message.bytes",
         )

@@ -1,7 +1,7 @@
 """One replication flow at run time: leadership, retries and the schedule of its loops.
 
-The work is done by the flow's collaborators, all built on one `FlowContext`
-(its typed settings and shared clients):
+The work is done by the flow's collaborators (`FlowParts`, built by
+`flow_parts` on one `FlowContext`: its typed settings and shared clients):
 
 - `DataPath`: the Spark query moving records, on the partitions that exist on
   the target (`TopicManager.ready()`), restarted between batches when they
@@ -32,20 +32,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from mirrorline.control.checkpointing import Checkpointer
-from mirrorline.control.offset_runs import RunLog
-from mirrorline.control.remote_topics import RemoteTopicPublisher
-from mirrorline.control.topics import TopicManager
-from mirrorline.engine.batch_commit import BatchCommitter
-from mirrorline.engine.data_path import DataPath
-from mirrorline.engine.flow_metrics import MetricsReporter
-from mirrorline.engine.gaps import GapFinder, GapLedger
-from mirrorline.engine.health import ClusterHealth
+from mirrorline.engine.flow_parts import build_parts
 from mirrorline.engine.leadership import FlowLeadership
-from mirrorline.engine.lifecycle import REASONS, Lifecycle, Wanted
-from mirrorline.engine.loops import CHECKPOINTS, QUERY, TOPICS, FlowLoops
-from mirrorline.engine.offset_syncs import OffsetSyncPublisher
-from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
+from mirrorline.engine.lifecycle import REASONS, Wanted
+from mirrorline.engine.loops import CHECKPOINTS, QUERY, TOPICS
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.spark_promise import SparkPromise
 from mirrorline.engine.start_offsets import starting_offsets
@@ -54,7 +44,6 @@ from mirrorline.engine.startup import (
     QUERY_STARTED,
     TAKEN_OVER,
     TOPICS_READY,
-    StartupTimeline,
 )
 from mirrorline.engine.status import FlowStatus, summarise, with_outages
 from mirrorline.engine.takeover import take_over
@@ -76,80 +65,17 @@ class FlowRunner:
         leadership: FlowLeadership,
     ) -> None:
         self.context = context
-        self.flow = flow = context.flow
+        self.flow = context.flow
         self.leadership = leadership
-        settings = context.settings
-        self.topics = TopicManager(context)
-        self.progress = ProgressStore(
-            flow.name, context.target, replication_factor=settings.replication_factor
-        )
-        self.syncs = (
-            OffsetSyncPublisher(
-                flow.name,
-                flow.offset_syncs_topic,
-                context.offset_syncs,
-                replication_factor=settings.offset_syncs_replication_factor,
-            )
-            if settings.emit_offset_syncs
-            else None
-        )
-        self.runs = RunLog(
-            flow.name, context.target, replication_factor=settings.replication_factor
-        )
-        self.remote_topics = RemoteTopicPublisher(context)
-        metrics_every = settings.intervals.emit_metrics
-        self.metrics = (
-            MetricsReporter(
-                context,
-                leadership.client_id,
-                interval=metrics_every,
-                status=self.status,
-                positions=lambda: self.committer.committed_offsets(),
-            )
-            if metrics_every is not None
-            else None
-        )
-        emits_checkpoints = settings.intervals.emit_checkpoints is not None
-        self.checkpointer = (
-            Checkpointer(context, self.metrics.checkpoints_written if self.metrics else None)
-            if emits_checkpoints
-            else None
-        )
-        self.health = ClusterHealth.for_flow(context, PROGRESS_TOPIC)
-        self.gaps = GapFinder(flow.name, context.source)
-        self.lost = GapLedger(flow.name)
-        self.startup = StartupTimeline(flow.name)
-        self.committer = BatchCommitter(
-            flow.name,
-            progress=self.progress,
-            runs=self.runs,
-            syncs=self.syncs,
-            gaps=self.gaps,
-            ledger=self.lost,
-            term=leadership.term,
-            metrics=self.metrics,
-            startup=self.startup,
-        )
-        self.data_path = DataPath(
+        self.parts = build_parts(
             context,
             spark,
             work_dir,
-            self.committer,
-            size_limits=self.topics.size_limits,
-            term=leadership.term,
-        )
-        self.loops = FlowLoops(
-            context,
-            topics=self.topics,
-            remote_topics=self.remote_topics,
-            checkpointer=self.checkpointer,
-            gaps=self.gaps,
-            committer=self.committer,
-            data_path=self.data_path,
+            leadership,
+            status=self.status,
             term=lambda: self._term,
             assigned=lambda: self._assigned or {},
         )
-        self.lifecycle = Lifecycle(context)
         self._lock = threading.Lock()  # the state and reason, read by `status`
         self._state = "starting"
         self._reason = ""
@@ -179,35 +105,35 @@ class FlowRunner:
         when it failed during an outage.
         """
         now = time.monotonic()
-        if self.metrics is not None:
-            self.metrics.start()
-        self.lifecycle.start()
+        if self.parts.metrics is not None:
+            self.parts.metrics.start()
+        self.parts.lifecycle.start()
         if not self._leads():
             return
-        if not self.lifecycle.ready():
+        if not self.parts.lifecycle.ready():
             self._set_state("starting", "reading the flow's control records")
             return
-        self.health.start()
-        wanted = self.lifecycle.poll()
+        self.parts.health.start()
+        wanted = self.parts.lifecycle.poll()
         if wanted.lists_changed:
-            self.loops.lists_changed()
+            self.parts.loops.lists_changed()
         held = self._holds_query(wanted)
         if held:
             # An operator's stop applies at once, also to a flow that failed or waits
             # for a cluster (an unplanned failover stops a flow whose source is gone).
             self._retry_at = None
             self._hold(wanted)
-            if self.health.unreachable():
+            if self.parts.health.unreachable():
                 return  # its checkpoints and positions wait for the clusters
         elif self._retry_at is not None:
-            down = bool(self.health.unreachable())
+            down = bool(self.parts.health.unreachable())
             self._failed_in_outage |= down
             if not retry_due(now, self._retry_at, self._failed_in_outage, down):
                 return
         self._retry_at = None
         self._failed_in_outage = False
         try:
-            batches = self.committer.totals().batches
+            batches = self.parts.committer.totals().batches
             if batches != self._batches_seen:
                 self._batches_seen, self._failures = batches, 0
             if not self._prepared:
@@ -216,23 +142,23 @@ class FlowRunner:
                 self._prepared = False  # the query stops and starts from the saved progress
                 return
             # Positions an operator set are saved while no query runs, before one starts.
-            if not self.data_path.running and self.lifecycle.apply_positions(
-                wanted.control, self.progress
+            if not self.parts.data_path.running and self.parts.lifecycle.apply_positions(
+                wanted.control, self.parts.progress
             ):
                 log.info("flow %s: positions set by an operator saved", self.flow.name)
                 self._prepared = False  # reload the progress just saved
                 return
             # Loops wait while a cluster does not answer, rather than each failing
             # after its timeout (the status already says why); they run on its return.
-            reachable = not self.health.unreachable()
+            reachable = not self.parts.health.unreachable()
             if held:
                 if not self._assigned:  # checkpoints go on for the partitions with progress
-                    self._assigned = partition_counts(self.committer.next_offsets())
+                    self._assigned = partition_counts(self.parts.committer.next_offsets())
             else:
                 self._replicate(wanted, reachable, now)
             # Once the query ran on its partitions: checkpoints translate through them.
             if reachable and self._assigned is not None:
-                self.loops.run(CHECKPOINTS, now)
+                self.parts.loops.run(CHECKPOINTS, now)
         except Exception as exc:  # noqa: BLE001 - reported in the status, retried later
             self._fail(summarise(str(exc)), now)
 
@@ -242,15 +168,15 @@ class FlowRunner:
             self._held, self._assigned = False, None
         paused = wanted.state == "paused"
         if paused:
-            self.data_path.pause()
+            self.parts.data_path.pause()
         else:
-            self.data_path.resume()
+            self.parts.data_path.resume()
         if reachable:
-            self.loops.run(TOPICS, now)
+            self.parts.loops.run(TOPICS, now)
         self._check_data_path()
-        if reachable and self.data_path.running:
-            self.loops.run(QUERY, now)
-        ready = self.topics.ready()
+        if reachable and self.parts.data_path.running:
+            self.parts.loops.run(QUERY, now)
+        ready = self.parts.topics.ready()
         if ready != self._assigned:
             self._restart(ready)
         if paused:
@@ -265,36 +191,25 @@ class FlowRunner:
 
     def _hold(self, wanted: Wanted) -> None:
         """No query (checkpoints go on)."""
-        if self.data_path.running:
-            self.data_path.stop()
+        if self.parts.data_path.running:
+            self.parts.data_path.stop()
         self._held = True
         self._set_state(wanted.state, REASONS[wanted.state])
 
     def stop(self) -> None:
         """Stop between batches if possible; an interrupted batch is replayed on start."""
-        self.data_path.stop()
-        self.committer.close()  # nothing is written once the flow is given up
+        self.parts.data_path.stop()
+        self.parts.committer.close()  # nothing is written once the flow is given up
         self.leadership.close()  # after the query: the next leader starts once this one stopped
         self._set_state("stopped", "the driver stopped")
-        for part in (
-            self.progress,
-            self.runs,
-            self.remote_topics,
-            self.loops,
-            self.lifecycle,
-            self.checkpointer,
-            self.syncs,
-            self.metrics,  # writes the last status: stopped
-        ):
-            if part is not None:
-                part.close()
-        self.health.close()
+        self.parts.close()
         self.context.close()
 
     def status(self) -> FlowStatus:
-        clusters = self.health.verdicts()
-        totals = self.committer.totals()
+        clusters = self.parts.health.verdicts()
+        totals = self.parts.committer.totals()
         assigned = self._assigned or {}
+        checkpointer = self.parts.checkpointer
         with self._lock:
             state, reason = with_outages(self._state, self._reason, clusters)
         return FlowStatus(
@@ -305,17 +220,17 @@ class FlowRunner:
             partitions=sum(assigned.values()),
             records=totals.records,
             bytes=totals.bytes,
-            problems=tuple(str(p) for p in self.topics.problems())
-            + tuple(f"{loop} failed: {error}" for loop, error in self.loops.errors().items())
-            + tuple(p for p in (self.lifecycle.problem(),) if p),
+            problems=tuple(str(p) for p in self.parts.topics.problems())
+            + tuple(f"{loop} failed: {error}" for loop, error in self.parts.loops.errors().items())
+            + tuple(p for p in (self.parts.lifecycle.problem(),) if p),
             last_batch=totals.last_batch,
             exactly_once=self.context.settings.exactly_once,
             clusters=clusters,
-            gaps=self.lost.recent(),
-            counters={**totals.counters(), **self.lost.counters()},
+            gaps=self.parts.lost.recent(),
+            counters={**totals.counters(), **self.parts.lost.counters()},
             refusals=totals.refusals,
-            checkpoints=self.checkpointer.stats() if self.checkpointer is not None else None,
-            translation_runs=self.committer.translation.run_count(),
+            checkpoints=checkpointer.stats() if checkpointer is not None else None,
+            translation_runs=self.parts.committer.translation.run_count(),
             translation_load_ms=self._translation_load_ms,
             active_driver=self.leadership.active_driver(),
         )
@@ -335,11 +250,11 @@ class FlowRunner:
         self.leadership.start()
         term = self.leadership.term()
         if term != self._term:
-            self.data_path.stop()
+            self.parts.data_path.stop()
             self._assigned = None
             self._term = term
             if term is not None:
-                self.startup.reached(LEADS)
+                self.parts.startup.reached(LEADS)
                 self._prepared = False
                 self._retry_at = None
                 self._set_state("starting", "this driver leads the flow now")
@@ -349,31 +264,31 @@ class FlowRunner:
 
     def _prepare(self) -> None:
         """Take the flow over (`engine.takeover`) and start from what it saved."""
-        if self.data_path.running:  # its batches belong to the state being replaced
-            self.data_path.stop()
+        if self.parts.data_path.running:  # its batches belong to the state being replaced
+            self.parts.data_path.stop()
             self._assigned = {}
         self._translation_load_ms = take_over(
             self.context,
-            progress=self.progress,
-            runs=self.runs,
-            committer=self.committer,
-            own_topics=(self.syncs, self.metrics),
+            progress=self.parts.progress,
+            runs=self.parts.runs,
+            committer=self.parts.committer,
+            own_topics=(self.parts.syncs, self.parts.metrics),
             term=self._term,
         )
-        if self.checkpointer is not None:
-            self.checkpointer.forget()
+        if self.parts.checkpointer is not None:
+            self.parts.checkpointer.forget()
         self._provenance = self._provenance_for_policy()
         self._prepared = True
-        self.startup.reached(TAKEN_OVER)
+        self.parts.startup.reached(TAKEN_OVER)
 
     def _fail(self, reason: str, now: float) -> None:
         backoff = self.RESTART_BACKOFF_S[min(self._failures, len(self.RESTART_BACKOFF_S) - 1)]
         self._failures += 1
         self._retry_at = now + backoff
-        self._failed_in_outage = bool(self.health.unreachable())
+        self._failed_in_outage = bool(self.parts.health.unreachable())
         if not self._failed_in_outage:
-            reason = self.loops.explain(reason)
-        if self.committer.failure() is not None:
+            reason = self.parts.loops.explain(reason)
+        if self.parts.committer.failure() is not None:
             self._prepared = False  # start again from what is saved
         self._set_state("failed", f"{reason} (retrying in {backoff:.0f}s)")
         log.warning("flow %s failed: %s", self.flow.name, reason)
@@ -381,15 +296,17 @@ class FlowRunner:
     # -- the query -------------------------------------------------------------------
 
     def _restart(self, ready: Mapping[str, int]) -> None:
-        self.data_path.stop()
+        self.parts.data_path.stop()
         self._assigned = {}
         if not ready:
             self._set_state("running", "no source topic matches the flow's filter yet")
             return
-        self.startup.reached(TOPICS_READY)
-        self.loops.check_gaps(ready)
-        self.data_path.start(ready, self._starting_offsets(ready), self._provenance, self._term)
-        self.startup.reached(QUERY_STARTED)
+        self.parts.startup.reached(TOPICS_READY)
+        self.parts.loops.check_gaps(ready)
+        self.parts.data_path.start(
+            ready, self._starting_offsets(ready), self._provenance, self._term
+        )
+        self.parts.startup.reached(QUERY_STARTED)
         self._assigned = dict(ready)  # only once the query runs, so a failed start is retried
         self._set_state("running", "")
         log.info(
@@ -402,10 +319,10 @@ class FlowRunner:
     def _check_data_path(self) -> None:
         """Raise the reason if the query died or its bookkeeping failed (the caller
         schedules the retry), after stopping the query."""
-        reason = self.data_path.failure() or self.committer.failure()
+        reason = self.parts.data_path.failure() or self.parts.committer.failure()
         if reason is None:
             return
-        self.data_path.stop()
+        self.parts.data_path.stop()
         self._assigned = {}
         # Start again from the saved progress: some tasks of the failed batch may
         # have committed (exactly-once), and the flow's view is reloaded anyway.
@@ -414,7 +331,11 @@ class FlowRunner:
 
     def _starting_offsets(self, ready: Mapping[str, int]) -> dict[str, dict[str, int]]:
         return starting_offsets(
-            self.context, ready, committer=self.committer, runs=self.runs, term=self._term
+            self.context,
+            ready,
+            committer=self.parts.committer,
+            runs=self.parts.runs,
+            term=self._term,
         )
 
     def _provenance_for_policy(self) -> Provenance | None:
@@ -422,8 +343,8 @@ class FlowRunner:
         if self.flow.policy.detects_cycles_by_name:
             return None
         return Provenance(
-            source_cluster_id=self.topics.source_cluster_id(),
-            target_cluster_id=self.topics.target_cluster_id(),
+            source_cluster_id=self.parts.topics.source_cluster_id(),
+            target_cluster_id=self.parts.topics.target_cluster_id(),
             by_cluster=self.flow.policy.provenance_by_cluster,
         )
 

@@ -116,13 +116,15 @@ def elect_preferred_leaders(config: Mapping[str, str], timeout: float = 30.0) ->
     ``topic[partition]`` of those moved.
 
     Raises RuntimeError naming the partitions the cluster could not move (their
-    preferred replica not in sync, for one).
+    preferred replica not in sync, for one), or when it does not answer in `timeout`.
     """
     admin = _admin(config)  # kept until the answer is in
     try:
         moved = admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout)
     except KafkaException as exc:
         raise RuntimeError(f"preferred-leader election failed: {exc.args[0].str()}") from None
+    except TimeoutError:
+        raise RuntimeError(f"preferred-leader election: no answer within {timeout:.0f} s") from None
     failed = {tp: err for tp, err in moved.items() if err is not None}
     if failed:
         names = ", ".join(f"{tp.topic}[{tp.partition}]: {err.str()}" for tp, err in failed.items())

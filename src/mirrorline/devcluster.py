@@ -127,10 +127,19 @@ class DevClusters:
             raise DevClusterError(f"{alias}: {topic}[{partition}] has no leader right now")
         return leader
 
-    def elect_preferred_leaders(self, alias: str) -> list[str]:
-        """Move leadership of cluster `alias` back to the preferred replicas; those moved."""
+    def settle(self, alias: str, deadline: float, progress: Progress | None = None) -> list[str]:
+        """After a node of `alias` came back: wait until no partition is under-replicated
+        (by `deadline`, a `time.monotonic()` value), then move leadership back to the
+        preferred replicas (`devhealth.elect_preferred_leaders`); the partitions moved."""
+        config = self.client_config(alias)
+        lagging = devhealth.wait_in_sync(config, deadline, progress or (lambda _msg: None))
+        if lagging:
+            raise DevClusterError(
+                f"{alias}: {len(lagging)} partition(s) still under-replicated: "
+                f"{', '.join(lagging[:10])}"
+            )
         try:
-            return devhealth.elect_preferred_leaders(self.client_config(alias))
+            return devhealth.elect_preferred_leaders(config)
         except RuntimeError as exc:
             raise DevClusterError(f"{alias}: {exc}") from None
 
@@ -384,7 +393,7 @@ class DevClusters:
     ) -> DevCluster:
         """Stop node `node` of `alias`, start it again, wait until it is registered and no
         partition of the cluster is under-replicated (its replicas caught up), then move
-        leadership back to the preferred replicas (`devhealth.elect_preferred_leaders`)."""
+        leadership back to the preferred replicas (`settle`)."""
         say = progress or (lambda _msg: None)
         deadline = time.monotonic() + timeout
         say(f"stopping node {node} of {alias}")
@@ -392,13 +401,10 @@ class DevClusters:
         say(f"starting node {node} of {alias}")
         cluster = self.start(alias, node, die_with_parent=die_with_parent, timeout=timeout)
         say(f"node {node} of {alias} registered; waiting for its replicas to catch up")
-        lagging = devhealth.wait_in_sync(self.client_config(cluster), deadline, say)
-        if lagging:
-            raise DevClusterError(
-                f"{alias}: {len(lagging)} partition(s) still under-replicated "
-                f"{timeout:.0f} s after restarting node {node}: {', '.join(lagging[:10])}"
-            )
-        moved = self.elect_preferred_leaders(alias)
+        try:
+            moved = self.settle(alias, deadline, say)
+        except DevClusterError as exc:
+            raise DevClusterError(f"{exc} ({timeout:.0f} s after restarting node {node})") from None
         say(
             f"node {node} of {alias} is back; no under-replicated partitions; "
             f"leadership of {len(moved)} partition(s) moved back to their preferred replicas"

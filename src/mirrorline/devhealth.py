@@ -42,6 +42,7 @@ from mirrorline.devnode import DevNode
 
 __all__ = [
     "active_controller",
+    "admin_client",
     "elect_preferred_leaders",
     "leader_of",
     "registered_brokers",
@@ -54,14 +55,15 @@ _quiet.addHandler(logging.NullHandler())
 _quiet.propagate = False
 
 
-def _admin(config: Mapping[str, str]) -> AdminClient:
+def admin_client(config: Mapping[str, str]) -> AdminClient:
+    """An admin client of a dev cluster that logs nothing (see the module)."""
     settings: dict[str, Any] = {**config, "logger": _quiet}
     return AdminClient(settings)
 
 
 def registered_brokers(config: Mapping[str, str], timeout: float = 2.0) -> set[int]:
     """Ids of the brokers registered (and not fenced); empty if the cluster does not answer."""
-    admin = _admin(config)  # kept until the answer is in: a dropped client drops its request
+    admin = admin_client(config)  # kept until the answer is in: a dropped client drops its request
     try:
         answer = admin.describe_cluster(request_timeout=timeout).result(timeout + 5)
     except Exception:  # noqa: BLE001 - not answering yet is an answer here
@@ -71,7 +73,7 @@ def registered_brokers(config: Mapping[str, str], timeout: float = 2.0) -> set[i
 
 def under_replicated(config: Mapping[str, str], timeout: float = 10.0) -> list[str]:
     """``topic[partition]`` of every partition with fewer in-sync replicas than replicas."""
-    metadata = _admin(config).list_topics(timeout=timeout)
+    metadata = admin_client(config).list_topics(timeout=timeout)
     return sorted(
         f"{name}[{partition.id}]"
         for name, topic in metadata.topics.items()
@@ -101,7 +103,7 @@ def leader_of(config: Mapping[str, str], topic: str, partition: int, timeout: fl
 
     Raises LookupError if the topic or partition does not exist.
     """
-    metadata = _admin(config).list_topics(topic, timeout=timeout).topics.get(topic)
+    metadata = admin_client(config).list_topics(topic, timeout=timeout).topics.get(topic)
     if metadata is None or metadata.error is not None:
         reason = metadata.error.str() if metadata is not None and metadata.error else "unknown"
         raise LookupError(f"topic {topic!r}: {reason}")
@@ -118,7 +120,7 @@ def elect_preferred_leaders(config: Mapping[str, str], timeout: float = 30.0) ->
     Raises RuntimeError naming the partitions the cluster could not move (their
     preferred replica not in sync, for one), or when it does not answer in `timeout`.
     """
-    admin = _admin(config)  # kept until the answer is in
+    admin = admin_client(config)  # kept until the answer is in
     try:
         moved = admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout)
     except KafkaException as exc:

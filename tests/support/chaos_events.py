@@ -22,7 +22,7 @@ by commas, e.g. `rolling-restart,leader-kill:east,outage:west:60,driver-kill`:
 
 Every broker event ends as an operator's procedure does: once no partition
 is under-replicated, leadership is moved back to the preferred replicas
-(`DevClusters.elect_preferred_leaders`). Left to the brokers, it would move
+(`DevClusters.settle`). Left to the brokers, it would move
 up to 5 minutes later, and the stall every client feels then would fall
 outside the event. The harness (`chaos_harness`) measures around each event;
 this module only does it.
@@ -37,7 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mirrorline.devcluster import DevClusterError, DevClusters
-from mirrorline.devhealth import wait_in_sync
 from support.wait import wait_until
 
 Say = Callable[[str], None]
@@ -168,13 +167,12 @@ class BrokerChaos:
         otherwise move it up to 5 minutes later, in a window without an event)."""
         deadline = time.monotonic() + IN_SYNC_TIMEOUT_S
         for alias in aliases:
-            lagging = wait_in_sync(self.dev.client_config(alias), deadline, self.say)
-            if lagging:
+            try:
+                moved = self.dev.settle(alias, deadline, self.say)
+            except DevClusterError as exc:
                 raise AssertionError(
-                    f"{alias}: {len(lagging)} partitions still under-replicated "
-                    f"{IN_SYNC_TIMEOUT_S:.0f} s after a node came back: {lagging[:5]}"
-                )
-            moved = self.dev.elect_preferred_leaders(alias)
+                    f"{exc} ({IN_SYNC_TIMEOUT_S:.0f} s after a node came back)"
+                ) from None
             self.say(f"    {alias}: leadership of {len(moved)} partition(s) moved back")
 
 

@@ -14,17 +14,12 @@ likely, and those are events anyway.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient
-
-_quiet = logging.getLogger("support.chaos_leaders.librdkafka")
-_quiet.addHandler(logging.NullHandler())
-_quiet.propagate = False
+from mirrorline.devhealth import admin_client
 
 
 @dataclass(frozen=True)
@@ -43,9 +38,7 @@ class LeaderWatch(threading.Thread):
         self, configs: Mapping[str, Mapping[str, str]], began: float, interval_s: float = 1.0
     ) -> None:
         super().__init__(name="leader-watch", daemon=True)
-        self._admins = {
-            alias: AdminClient({**config, "logger": _quiet}) for alias, config in configs.items()
-        }
+        self._admins = {alias: admin_client(config) for alias, config in configs.items()}
         self._began = began
         self._interval_s = interval_s
         self._halt = threading.Event()

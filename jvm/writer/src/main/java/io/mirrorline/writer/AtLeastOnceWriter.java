@@ -4,9 +4,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.function.Function;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 
@@ -20,10 +18,10 @@ import org.apache.kafka.common.header.Header;
  * retries), and each report fills in the exact target offset of its record, from
  * which the offset syncs are chosen.
  *
- * <p>One writer serves one task: a micro-batch task's records ({@link #write}) with a
- * producer of its own from the executor's pool, or a real-time task's rows one at a
- * time as Spark's foreach sink hands them over ({@link RealTimeWriter}), with the
- * producer the executor's real-time tasks share ({@link ProducerPool#shared}).
+ * <p>One writer serves one task: a micro-batch task's records ({@link #write}), or a
+ * real-time task's rows one at a time as Spark's foreach sink hands them over
+ * ({@link RealTimeWriter}); both send with the producer the executor's
+ * at-least-once tasks share ({@link ProducerPool#shared}).
  */
 final class AtLeastOnceWriter {
   private final WriteSpec spec;
@@ -32,15 +30,12 @@ final class AtLeastOnceWriter {
   private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
   private final List<Refused> refused = new ArrayList<>();
   private final Deliveries deliveries = new Deliveries();
-  private final Function<Map<String, String>, ProducerPool.Lease> leasing;
   private ProducerPool.Lease lease;
   private TransformChain chain; // null: records are copied as they are
 
-  /** {@code leasing}: {@link ProducerPool#own} or {@link ProducerPool#shared}. */
-  AtLeastOnceWriter(WriteSpec spec, Function<Map<String, String>, ProducerPool.Lease> leasing) {
+  AtLeastOnceWriter(WriteSpec spec) {
     this.spec = spec;
     this.copies = new Copies(spec);
-    this.leasing = leasing;
   }
 
   /** A record the target refused, and how. */
@@ -68,10 +63,10 @@ final class AtLeastOnceWriter {
     return finish();
   }
 
-  /** Start writing with a producer from the executor's pool. */
+  /** Start writing with the executor's shared producer. */
   void open() {
     chain = TransformChain.start(spec.transforms);
-    lease = leasing.apply(spec.producer);
+    lease = ProducerPool.shared(spec.producer);
   }
 
   /** Send the record's copy, or count why it is not sent. */

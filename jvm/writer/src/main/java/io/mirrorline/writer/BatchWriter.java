@@ -95,7 +95,7 @@ public final class BatchWriter {
       Collection<PartitionLog> logs;
       try (SourceReader.Records records = SourceReader.read(spec.flow, spec.source, ranges)) {
         logs = spec.exactlyOnce == null
-            ? new AtLeastOnceWriter(spec, ProducerPool::own).write(records)
+            ? new AtLeastOnceWriter(spec).write(records)
             : new ExactlyOnceWriter(spec).write(records);
       }
       long now = System.currentTimeMillis();

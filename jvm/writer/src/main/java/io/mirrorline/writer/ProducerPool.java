@@ -16,22 +16,23 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Producers kept per executor JVM, so a task does not pay for a new client,
  * connections and metadata each micro-batch.
  *
- * <p>A task borrows a producer for itself ({@link #own}) and gives it back when its batch is
- * written; one that failed is closed instead, so the next task starts clean.
- * Transactional producers are kept per transactional id: the one that already
+ * <p>At-least-once tasks, of micro-batches and of the real-time mode alike, share
+ * one producer per executor and settings ({@link #shared}); the settings name the
+ * flow (its client id), so flows do not share. Batching the records of every task
+ * running on the executor into the same requests moved 100-byte records faster
+ * than a producer per task, which made as many send threads, connections and
+ * smaller produce requests (benchmarks/RESULTS.md). Delivery reports still come
+ * per record, so each task waits for its own. A shared producer that fails is
+ * discarded for every task using it; their sends then fail too, and the driver
+ * writes their batch again from its saved progress.
+ *
+ * <p>Transactional producers cannot be shared: a transaction covers one source
+ * partition's records. They are kept per transactional id: the one that already
  * ran {@code initTransactions} for a partition is reused by the next task of that
  * partition on this executor. When another executor (or a later driver) initialises
  * the same id, the broker fences this one and its next transaction fails with a
  * fencing error; the writer then closes it and starts a new one, which fences in
  * turn (see {@link ExactlyOnceWriter}).
- *
- * <p>Real-time tasks share one producer per executor and settings instead
- * ({@link #shared}): each of them sends a few records at a time for a whole batch,
- * and one producer per task (a task per source partition) made as many send
- * threads, connections and produce requests, which on a small host showed as
- * record age. A shared producer that fails is discarded for every task using it;
- * their sends then fail too, and so does the query, which the driver starts again
- * from its saved progress.
  *
  * <p>A producer unused for {@link #IDLE_LIMIT} is closed: a flow that stopped, or
  * a cluster that went away, must not keep connections and retries alive.
@@ -52,7 +53,7 @@ final class ProducerPool {
     }
   }
 
-  /** A producer shared by real-time tasks: how many use it, and since when none has. */
+  /** A producer shared by at-least-once tasks: how many use it, and since when none has. */
   private static final class Shared {
     final KafkaProducer<byte[], byte[]> producer;
     int users;
@@ -68,17 +69,6 @@ final class ProducerPool {
   }
 
   private ProducerPool() {}
-
-  private static KafkaProducer<byte[], byte[]> borrow(Map<String, String> settings) {
-    String key = key(settings);
-    synchronized (IDLE) {
-      Deque<Idle> idle = IDLE.get(key);
-      if (idle != null && !idle.isEmpty()) {
-        return idle.pop().producer;
-      }
-    }
-    return create(settings);
-  }
 
   /** True when the producer came from the pool (its transactions are initialised). */
   static KafkaProducer<byte[], byte[]> borrowTransactional(
@@ -97,20 +87,16 @@ final class ProducerPool {
     return create(withId);
   }
 
-  static void giveBack(Map<String, String> settings, KafkaProducer<byte[], byte[]> producer) {
-    synchronized (IDLE) {
-      IDLE.computeIfAbsent(key(settings), k -> new ArrayDeque<>()).push(new Idle(producer));
-    }
-  }
-
   static void giveBackTransactional(
       Map<String, String> settings, String transactionalId, KafkaProducer<byte[], byte[]> producer) {
     Map<String, String> withId = new TreeMap<>(settings);
     withId.put("transactional.id", transactionalId);
-    giveBack(withId, producer);
+    synchronized (IDLE) {
+      IDLE.computeIfAbsent(key(withId), k -> new ArrayDeque<>()).push(new Idle(producer));
+    }
   }
 
-  /** A producer a writer holds for one task: given back when done, discarded when it failed. */
+  /** The shared producer as one task holds it: given back when done, discarded when it failed. */
   interface Lease {
     KafkaProducer<byte[], byte[]> producer();
 
@@ -119,25 +105,7 @@ final class ProducerPool {
     void discard();
   }
 
-  /** A producer of the task's own, from the idle ones or new (micro-batch tasks). */
-  static Lease own(Map<String, String> settings) {
-    KafkaProducer<byte[], byte[]> producer = borrow(settings);
-    return new Lease() {
-      public KafkaProducer<byte[], byte[]> producer() {
-        return producer;
-      }
-
-      public void giveBack() {
-        ProducerPool.giveBack(settings, producer);
-      }
-
-      public void discard() {
-        ProducerPool.discard(producer);
-      }
-    };
-  }
-
-  /** The executor's producer for {@code settings}, shared by its real-time tasks. */
+  /** The executor's producer for {@code settings}, shared by its at-least-once tasks. */
   static Lease shared(Map<String, String> settings) {
     String key = key(settings);
     Shared shared;

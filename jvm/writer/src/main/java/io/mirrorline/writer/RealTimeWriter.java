@@ -44,7 +44,7 @@ final class RealTimeWriter extends ForeachWriter<Row> {
   public boolean open(long partitionId, long epochId) {
     batch = epochId;
     task = partitionId;
-    writer = new AtLeastOnceWriter(spec, ProducerPool::shared);
+    writer = new AtLeastOnceWriter(spec);
     writer.open();
     return true;
   }

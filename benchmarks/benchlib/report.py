@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from benchlib.contenders import BASELINE, CONTENDERS, DATA_PATH_CONSUMER, DATA_PATH_PRODUCER
 from benchlib.environment import environment_text
+from benchlib.steady import AGE_WINDOW_S
 from benchlib.workloads import WORKLOADS
 
 
@@ -76,11 +77,29 @@ def tables_text(report: dict) -> str:
         about = WORKLOADS[name].description
         parts += [f"### {name}", "", about[0].upper() + about[1:] + ".", "", workload_table(result)]
         parts += ["", _conditions(result), ""]
+        windows = _age_windows(result)
+        if windows:
+            parts += [windows, ""]
     parts.append(
         f"In parentheses: the ratio to {CONTENDERS[BASELINE].label} in the same run "
         "(n/a: not measured for this workload)."
     )
     return "\n".join(parts)
+
+
+def _age_windows(result: dict) -> str | None:
+    """Record-age p99 per window of the measured part, where the workload has it."""
+    rows = []
+    for name, numbers in result["contenders"].items():
+        p99s = [f"{w['age_p99_ms']:,}" for w in numbers.get("age_windows") or []]
+        if p99s:
+            rows.append(f"{CONTENDERS[name].column} {', '.join(p99s)}")
+    if not rows:
+        return None
+    return (
+        f"Record-age p99 in ms per {AGE_WINDOW_S}-s window of the measured part, in order: "
+        f"{'; '.join(rows)}."
+    )
 
 
 def _conditions(result: dict) -> str:

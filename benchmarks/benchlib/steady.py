@@ -4,7 +4,9 @@ A separate producer process writes PROBE_RATE records/s into an empty topic unti
 the first record reaches the target (that is the start-up), then the workload's
 rate for the warm-up and the measured window. Each record's timestamp is its
 produce time and every contender keeps it, so a consumer on the target computes
-each record's age as arrival - timestamp, for the records produced in the window.
+each record's age as arrival - timestamp, for the records produced in the window,
+and the same figures for each AGE_WINDOW_S of it (a tail that only some windows
+have shows there, not in the whole window's p99).
 The consumer reads as the contender's guarantee is read: `read_committed` for
 exactly-once. The run ends once every produced record arrived (a lost record
 fails it).
@@ -24,9 +26,32 @@ from benchlib.kafka_data import create_topic, paced_producer
 from benchlib.runs import MB, Run, common_numbers, per_gb, stop
 from benchlib.target import TopicReader
 
+# The record-age figures are also given per window of this length (the last may be shorter).
+AGE_WINDOW_S = 60
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def age_windows(produced: list[int], ages: list[int], start_ms: int) -> list[dict]:
+    """Record age per AGE_WINDOW_S of produce time from `start_ms`: p50, p99, max, records."""
+    buckets: dict[int, list[int]] = {}
+    for at, age in zip(produced, ages, strict=True):
+        buckets.setdefault((at - start_ms) // (AGE_WINDOW_S * 1000), []).append(age)
+    windows = []
+    for index in sorted(buckets):
+        values = sorted(buckets[index])
+        windows.append(
+            {
+                "from_s": index * AGE_WINDOW_S,
+                "records": len(values),
+                "age_p50_ms": percentile(values, 50),
+                "age_p99_ms": percentile(values, 99),
+                "age_max_ms": values[-1],
+            }
+        )
+    return windows
 
 
 def measure_steady(run: Run) -> dict:
@@ -61,6 +86,7 @@ def measure_steady(run: Run) -> dict:
     began = run.load.mark()
     producer.start()
     ages: list[int] = []
+    produced_times: list[int] = []  # each measured record's produce time, as `ages`
     consumed = in_window = bytes_in_window = 0
     window_start = window_end = math.inf
 
@@ -79,6 +105,7 @@ def measure_steady(run: Run) -> dict:
             produced_at = msg.timestamp()[1]
             if window_start <= produced_at < window_end:
                 ages.append(arrival - produced_at)
+                produced_times.append(produced_at)
             if window_start <= arrival < window_end:
                 in_window += 1
                 bytes_in_window += len(msg.value() or b"") + len(msg.key() or b"")
@@ -139,6 +166,7 @@ def measure_steady(run: Run) -> dict:
         watch.close()
     if not ages:
         raise BenchmarkError(f"no record of the measured window reached {run.remote}")
+    windows = age_windows(produced_times, ages, int(window_start))
     ages.sort()
     cpu = cpu_at_end - (cpu_at_start if cpu_at_start is not None else cpu_at_end)
     result = {
@@ -158,6 +186,7 @@ def measure_steady(run: Run) -> dict:
         "measured_records": len(ages),
         "age_p90_ms": percentile(ages, 90),
         "age_mean_ms": round(sum(ages) / len(ages), 1),
+        "age_windows": windows,
         "cpu_cores": round(cpu / s.latency_seconds, 2),
         **common_numbers(proc, stopped, other_cores),
         "client_settings": run.client_settings(),
@@ -165,6 +194,7 @@ def measure_steady(run: Run) -> dict:
     say(
         f"  record age p50 {result['age_p50_ms']} ms, p99 {result['age_p99_ms']} ms, "
         f"max {result['age_max_ms']} ms over {len(ages):,} records; "
-        f"{result['cpu_cores']} cores busy"
+        f"{result['cpu_cores']} cores busy; p99 per {AGE_WINDOW_S}-s window: "
+        f"{', '.join(str(w['age_p99_ms']) for w in windows)} ms"
     )
     return result

@@ -24,8 +24,6 @@ progress, totals, gaps) reads these results and nothing else.
 from __future__ import annotations
 
 import json
-import logging
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -34,10 +32,7 @@ from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.engine.transactional import ExactlyOnceSpec
 
-log = logging.getLogger(__name__)
-
 WRITER_CLASS = "io.mirrorline.writer.BatchWriter"
-PREPARE_CLASS = "io.mirrorline.writer.Prepare"
 
 # Settings that exactness and ordering depend on; user settings cannot weaken them.
 REQUIRED_PRODUCER_SETTINGS: Mapping[str, str] = {
@@ -155,32 +150,6 @@ def write_batch(frame, spec: WriteSpec, job_group: str) -> list[PartitionResult]
     jvm = frame.sparkSession.sparkContext._jvm
     answer = getattr(jvm, WRITER_CLASS).write(frame._jdf, spec.to_json(), job_group)
     return [partition_result(row, spec.offset_lag_max) for row in json.loads(answer)]
-
-
-def prepare_first_batch(
-    spark, spec: WriteSpec, starting: Mapping[str, Mapping[str, int]], flow: str
-) -> None:
-    """In local mode, make the first batch's clients while Spark plans it.
-
-    The tasks run in the driver's JVM there, so the flow's producer and its source
-    consumers (positioned at `starting`, with their first fetch) can be made ahead
-    on a thread of the driver's own (`io.mirrorline.writer.Prepare`): they wait in
-    the executor's pools for the first batch. On a cluster the executors are
-    elsewhere and make their clients themselves. A failure costs only the head
-    start, and is logged.
-    """
-    if not spark.sparkContext.master.startswith("local"):
-        return
-    prepare = getattr(spark.sparkContext._jvm, PREPARE_CLASS)
-    spec_json, starting_json = spec.to_json(), json.dumps(starting)
-
-    def run() -> None:
-        try:
-            prepare.run(spec_json, starting_json)
-        except Exception as exc:  # noqa: BLE001 - the batch makes its own clients
-            log.info("flow %s: clients not made ahead of the first batch: %s", flow, exc)
-
-    threading.Thread(target=run, name=f"prepare {flow}", daemon=True).start()
 
 
 def cancel_batch(spark, job_group: str) -> None:

@@ -53,7 +53,6 @@ from mirrorline.engine.batch_writer import (
     PartitionResult,
     WriteSpec,
     cancel_batch,
-    prepare_first_batch,
     write_batch,
 )
 from mirrorline.engine.progress import PROGRESS_TOPIC
@@ -203,9 +202,6 @@ class DataPath:
             return
         per_batch = settings.max_poll_records * sum(ready.values())
         frame = reader.option("maxOffsetsPerTrigger", str(per_batch)).load()
-        spark = self._spark.get()
-        first_spec = with_size_limits(run.spec, self._size_limits())
-        prepare_first_batch(spark, first_spec, starting, self._context.name)
         self._query = (
             frame.writeStream.queryName(name)
             .foreachBatch(functools.partial(self._on_batch, run))

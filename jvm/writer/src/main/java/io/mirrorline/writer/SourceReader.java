@@ -113,30 +113,6 @@ final class SourceReader {
     }
   }
 
-  /**
-   * Make a partition's cursor ahead of its first batch ({@link Prepare}): positioned at
-   * {@code from}, holding its first fetch, and left idle for the batch's task to take.
-   */
-  static void prepare(String flow, Map<String, String> settings, TopicPartition partition,
-      long from) {
-    Key key = new Key(flow, settings, partition);
-    if (IDLE.containsKey(key)) {
-      return;
-    }
-    Cursor cursor = new Cursor(key);
-    try {
-      cursor.startAt(from);
-      cursor.fetch();
-    } catch (RuntimeException e) {
-      cursor.close();
-      throw e;
-    }
-    cursor.idleSince = System.nanoTime();
-    if (IDLE.putIfAbsent(key, cursor) != null) {
-      cursor.close();
-    }
-  }
-
   private static void giveBack(Cursor cursor) {
     cursor.idleSince = System.nanoTime();
     Cursor replaced = IDLE.put(cursor.key, cursor);

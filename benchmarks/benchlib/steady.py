@@ -34,14 +34,11 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def age_windows(produced: list[int], ages: list[int], start_ms: int) -> list[dict]:
-    """Record age per AGE_WINDOW_S of produce time from `start_ms`: p50, p99, max, records."""
-    buckets: dict[int, list[int]] = {}
-    for at, age in zip(produced, ages, strict=True):
-        buckets.setdefault((at - start_ms) // (AGE_WINDOW_S * 1000), []).append(age)
+def age_windows(by_window: dict[int, list[int]]) -> list[dict]:
+    """Record age per AGE_WINDOW_S (`by_window`: window index -> ages): p50, p99, max."""
     windows = []
-    for index in sorted(buckets):
-        values = sorted(buckets[index])
+    for index in sorted(by_window):
+        values = sorted(by_window[index])
         windows.append(
             {
                 "from_s": index * AGE_WINDOW_S,
@@ -85,8 +82,8 @@ def measure_steady(run: Run) -> dict:
     proc = run.start()
     began = run.load.mark()
     producer.start()
-    ages: list[int] = []
-    produced_times: list[int] = []  # each measured record's produce time, as `ages`
+    # The measured records' ages by AGE_WINDOW_S of their produce time.
+    ages_by_window: dict[int, list[int]] = {}
     consumed = in_window = bytes_in_window = 0
     window_start = window_end = math.inf
 
@@ -104,8 +101,8 @@ def measure_steady(run: Run) -> dict:
             consumed += 1
             produced_at = msg.timestamp()[1]
             if window_start <= produced_at < window_end:
-                ages.append(arrival - produced_at)
-                produced_times.append(produced_at)
+                index = int(produced_at - window_start) // (AGE_WINDOW_S * 1000)
+                ages_by_window.setdefault(index, []).append(arrival - produced_at)
             if window_start <= arrival < window_end:
                 in_window += 1
                 bytes_in_window += len(msg.value() or b"") + len(msg.key() or b"")
@@ -164,10 +161,10 @@ def measure_steady(run: Run) -> dict:
             producer.kill()
         consumer.close()
         watch.close()
-    if not ages:
+    if not ages_by_window:
         raise BenchmarkError(f"no record of the measured window reached {run.remote}")
-    windows = age_windows(produced_times, ages, int(window_start))
-    ages.sort()
+    windows = age_windows(ages_by_window)
+    ages = sorted(age for window in ages_by_window.values() for age in window)
     cpu = cpu_at_end - (cpu_at_start if cpu_at_start is not None else cpu_at_end)
     result = {
         "throughput_rps": round(in_window / s.latency_seconds, 1),

@@ -66,7 +66,7 @@ final class AtLeastOnceWriter {
   /** Start writing with the executor's shared producer. */
   void open() {
     chain = TransformChain.start(spec.transforms);
-    lease = ProducerPool.shared(spec.producer);
+    lease = ProducerPool.shared(spec.flow, spec.producer);
   }
 
   /** Send the record's copy, or count why it is not sent. */

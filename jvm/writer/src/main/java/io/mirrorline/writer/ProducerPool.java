@@ -17,8 +17,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * connections and metadata each micro-batch.
  *
  * <p>At-least-once tasks, of micro-batches and of the real-time mode alike, share
- * one producer per executor and settings ({@link #shared}); the settings name the
- * flow (its client id), so flows do not share. Batching the records of every task
+ * one producer per executor, flow and settings ({@link #shared}). Batching the records of every task
  * running on the executor into the same requests moved 100-byte records faster
  * than a producer per task, which made as many send threads, connections and
  * smaller produce requests (benchmarks/RESULTS.md). Delivery reports still come
@@ -105,9 +104,14 @@ final class ProducerPool {
     void discard();
   }
 
-  /** The executor's producer for {@code settings}, shared by its at-least-once tasks. */
-  static Lease shared(Map<String, String> settings) {
-    String key = key(settings);
+  /**
+   * The executor's producer for {@code flow} and {@code settings}, shared by the flow's
+   * at-least-once tasks. Flows never share one, even with equal settings (a
+   * {@code client.id} set by the user): a producer that fails is discarded for all
+   * its tasks.
+   */
+  static Lease shared(String flow, Map<String, String> settings) {
+    String key = flow + '\u0000' + key(settings);
     Shared shared;
     synchronized (IDLE) {
       shared = SHARED.computeIfAbsent(key, k -> new Shared(create(settings)));

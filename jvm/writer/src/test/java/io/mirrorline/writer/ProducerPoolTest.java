@@ -13,10 +13,10 @@ class ProducerPoolTest {
   }
 
   @Test
-  void realTimeTasksShareOneProducerPerSettings() {
-    ProducerPool.Lease first = ProducerPool.shared(settings("a"));
-    ProducerPool.Lease second = ProducerPool.shared(settings("a"));
-    ProducerPool.Lease other = ProducerPool.shared(settings("b"));
+  void tasksShareOneProducerPerFlowAndSettings() {
+    ProducerPool.Lease first = ProducerPool.shared("a->b", settings("a"));
+    ProducerPool.Lease second = ProducerPool.shared("a->b", settings("a"));
+    ProducerPool.Lease other = ProducerPool.shared("a->b", settings("b"));
     try {
       assertSame(first.producer(), second.producer());
       assertNotSame(first.producer(), other.producer());
@@ -27,16 +27,28 @@ class ProducerPoolTest {
   }
 
   @Test
+  void flowsNeverShareAProducer() {
+    ProducerPool.Lease one = ProducerPool.shared("a->b", settings("same"));
+    ProducerPool.Lease another = ProducerPool.shared("a->c", settings("same"));
+    try {
+      assertNotSame(one.producer(), another.producer());
+    } finally {
+      one.discard();
+      another.discard();
+    }
+  }
+
+  @Test
   void aDiscardedSharedProducerIsReplacedAndALateDiscardKeepsItsSuccessor() {
-    ProducerPool.Lease failed = ProducerPool.shared(settings("c"));
-    ProducerPool.Lease late = ProducerPool.shared(settings("c"));
+    ProducerPool.Lease failed = ProducerPool.shared("a->b", settings("c"));
+    ProducerPool.Lease late = ProducerPool.shared("a->b", settings("c"));
     failed.discard();
-    ProducerPool.Lease next = ProducerPool.shared(settings("c"));
+    ProducerPool.Lease next = ProducerPool.shared("a->b", settings("c"));
     try {
       assertNotSame(failed.producer(), next.producer());
       // A second task that used the failed producer discards it too, later.
       late.discard();
-      assertSame(next.producer(), ProducerPool.shared(settings("c")).producer());
+      assertSame(next.producer(), ProducerPool.shared("a->b", settings("c")).producer());
     } finally {
       next.discard();
     }

@@ -5,7 +5,11 @@
 the run lasts (or, held back by `released`, as the crash harness releases
 it), idempotently and with `acks=all`, and with a delivery timeout
 long enough to ride out broker restarts and outages: the source log holds each
-record once, and `acknowledged` says how many it holds.
+record once, and `acknowledged` says how many it holds. It batches for
+`LINGER_MS`: at 5 ms two streams of 500 records/s into 3-node clusters kept
+the six nodes and the producing process busy for 1.95 of this machine's 2
+cores (0.80 at 50 ms), which left the replicators under test starved. The
+records' ages include that wait (their timestamps are taken when produced).
 
 `ReplicaWatcher` reads the remote topic from its beginning in a thread of its
 own, all the time, so that it sees each record soon after it is written even
@@ -30,6 +34,7 @@ from support.kafka_io import unique_name
 from support.replica_audit import sequence_of
 
 Record = tuple[int, bytes, bytes, list | None]  # partition, key, value, headers
+LINGER_MS = 50
 
 
 def padded_records(partitions: int, value_bytes: int) -> Callable[[int], Record]:
@@ -60,7 +65,7 @@ class NumberedStream(threading.Thread):
         self._config = {
             **config,
             "enable.idempotence": True,  # and so acks=all
-            "linger.ms": 5,
+            "linger.ms": LINGER_MS,
             # Through a rolling restart or an outage of the source: retry, never drop.
             "delivery.timeout.ms": 600_000,
         }

@@ -38,13 +38,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.config import ClientSettings, MirrorConfig, load_config
 from mirrorline.control.remote_topics import read_remote_topics
-from mirrorline.kafka import ClientConfig, KafkaOperationError
+from mirrorline.kafka import ClientConfig, ClientErrors, KafkaOperationError
 from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 
 __all__ = [
@@ -109,7 +109,7 @@ class MirrorClient:
         servers = _shown_servers(settings)
         self.where = f"cluster {cluster} ({servers})" if cluster else f"the cluster at {servers}"
         self._admin: AdminClient | None = None
-        self._client_error = ""
+        self._errors = ClientErrors()
 
     @classmethod
     def from_config(
@@ -226,16 +226,16 @@ class MirrorClient:
                 # `error_cb`); its log would repeat them every second.
                 "log_level": 0,
                 **self._settings,
-                "error_cb": self._on_client_error,
+                "error_cb": self._errors,
             }
             self._admin = AdminClient(config)
         try:
             metadata = self._admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
             self._admin.poll(0)  # serves `error_cb`
-            reason = self._client_error or exc.args[0].str()
+            reason = self._errors.text() or exc.args[0].str()
             raise KafkaOperationError(f"{self.where} does not answer: {reason}") from None
-        self._client_error = ""
+        self._errors.clear()
         return {
             name
             for name, topic in metadata.topics.items()
@@ -247,10 +247,6 @@ class MirrorClient:
             return read_remote_topics(self._consumer_settings, timeout=self.timeout)
         except KafkaOperationError as exc:
             raise KafkaOperationError(f"{self.where}: {exc}") from None
-
-    def _on_client_error(self, error: KafkaError) -> None:
-        if error.code() != KafkaError._ALL_BROKERS_DOWN or not self._client_error:
-            self._client_error = error.str()
 
 
 # -- RemoteClusterUtils-style functions: one call, one answer -----------------------------

@@ -30,8 +30,10 @@ from mirrorline.group_offsets import (
 )
 from mirrorline.kafka import (
     ClientConfig,
+    ClientErrors,
     ClusterClients,
     KafkaOperationError,
+    destroy,
     partition_offsets,
     reading_consumer,
 )
@@ -65,7 +67,7 @@ class ClusterAccess:
         self.consumer_settings: dict[str, Any] = {**consumer, **quiet}
         self._producer_settings = {**(producer or consumer), **quiet}
         self._admin: AdminClient | None = None
-        self._last_error: KafkaError | None = None
+        self._errors = ClientErrors()
         # Bootstrap servers given through a secret provider stay hidden (`shown`).
         self.servers = (
             admin.setting("bootstrap.servers").shown
@@ -77,7 +79,7 @@ class ClusterAccess:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            settings: ClientConfig = {**self._admin_settings, "error_cb": self._on_error}
+            settings: ClientConfig = {**self._admin_settings, "error_cb": self._errors}
             self._admin = AdminClient(settings)
         return self._admin
 
@@ -100,11 +102,12 @@ class ClusterAccess:
         names a cause (authentication, TLS, refused connection) is kept over
         "all brokers are down", which only repeats the request's failure.
         """
-        return self._last_error
+        return self._errors.last
 
     def close(self) -> None:
         if self._clients is not None:
             self._clients.close()
+        destroy(self._admin)
         self._admin = None
 
     # -- topics and offsets ------------------------------------------------------------
@@ -211,15 +214,10 @@ class ClusterAccess:
         error = exc.args[0] if exc.args else None
         reason = error.str() if isinstance(error, KafkaError) else str(exc)
         # The report names broker addresses: left out when the servers are a secret.
-        if self._last_error is not None and "timed out" in reason.lower():
-            if self.servers != REDACTED:
-                reason = f"{reason} ({self._last_error.str()})"
+        last = self._errors.text()
+        if last and "timed out" in reason.lower() and self.servers != REDACTED:
+            reason = f"{reason} ({last})"
         return Unreachable(f"cluster {self.alias} ({self.servers}) does not answer: {reason}")
-
-    def _on_error(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._ALL_BROKERS_DOWN and self._last_error is not None:
-            return
-        self._last_error = error
 
 
 def _last_timestamp(

@@ -43,7 +43,13 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.formats import Heartbeat
-from mirrorline.kafka import ClientConfig, KafkaOperationError, ensure_topic
+from mirrorline.kafka import (
+    ClientConfig,
+    ClientErrors,
+    KafkaOperationError,
+    destroy,
+    ensure_topic,
+)
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +160,7 @@ class HeartbeatEmitter:
         self.interval = interval
         self.tracker = BeatTracker(flow.name, flow.target, self.topic)
         self._replication_factor = settings.heartbeats_replication_factor
+        self._errors = ClientErrors()  # librdkafka's latest complaint, clearer than a timeout
         common: ClientConfig = {
             # A missing topic is created by `_ensure_topic` with MM2's settings,
             # never by the broker with its defaults (not compacted).
@@ -161,7 +168,7 @@ class HeartbeatEmitter:
             # Failures are reported once by the tracker; librdkafka's own log
             # would repeat them every second while a target is down.
             "log_level": 0,
-            "error_cb": self._on_client_error,
+            "error_cb": self._errors,
         }
         producer = dict(flow.client_settings("target", "producer"))
         producer.pop("delivery.timeout.ms", None)  # the Java name of message.timeout.ms
@@ -179,7 +186,6 @@ class HeartbeatEmitter:
         self._producer: Producer | None = None
         self._admin: AdminClient | None = None
         self._topic_ready = False
-        self._client_error = ""  # librdkafka's latest complaint, clearer than a timeout
 
     def status(self) -> HeartbeatStatus:
         return self.tracker.status()
@@ -211,7 +217,7 @@ class HeartbeatEmitter:
         else:
             # librdkafka reports a connection error once, not at each retry: it is
             # kept as the reason until a beat succeeds.
-            self._client_error = ""
+            self._errors.clear()
             message = self.tracker.succeeded(now_ms)
             if message:
                 log.info(message)
@@ -219,6 +225,7 @@ class HeartbeatEmitter:
     def close(self) -> None:
         if self._producer is not None:
             self._producer.flush(1.0)
+        destroy(self._admin)
         self._producer = self._admin = None
 
     def _ensure_topic(self) -> None:
@@ -269,16 +276,12 @@ class HeartbeatEmitter:
     def _reason(self, exc: Exception) -> str:
         # librdkafka's connection error names the broker and the cause; the
         # request's own error is often only "transport failure" or a timeout.
-        if self._client_error:
-            return self._client_error
+        reported = self._errors.text()
+        if reported:
+            return reported
         if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
             return exc.args[0].str()
         return str(exc) or type(exc).__name__
-
-    def _on_client_error(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._ALL_BROKERS_DOWN and self._client_error:
-            return  # a summary of the connection error already kept
-        self._client_error = error.str()
 
 
 class Heartbeats:

@@ -36,7 +36,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.flow_context import FlowContext
-from mirrorline.kafka import ClientConfig
+from mirrorline.kafka import ClientConfig, ClientErrors, destroy
 from mirrorline.permissions import probe_topic
 
 log = logging.getLogger(__name__)
@@ -80,10 +80,10 @@ class ClusterProbe:
         self._lock = threading.Lock()
         # Until the first answer the cluster is presumed reachable: no alarm on a guess.
         self._verdict = ClusterVerdict(alias, role, True, since_ms=_now_ms())
-        self._last_error = ""  # librdkafka's latest complaint about this cluster
+        self._errors = ClientErrors()
         config: ClientConfig = {
             **admin_settings,
-            "error_cb": self._on_client_error,
+            "error_cb": self._errors,
             "allow.auto.create.topics": False,
             # Failures are reported as the verdict; librdkafka's own log lines
             # would repeat them every second for as long as they last.
@@ -98,9 +98,8 @@ class ClusterProbe:
             self._admin.list_topics(self._topic, timeout=self._timeout)
         except KafkaException as exc:
             self._admin.poll(0)
-            with self._lock:
-                # librdkafka's last connection error says more than "transport failure".
-                reason = self._last_error or _error_text(exc)
+            # librdkafka's last connection error says more than "transport failure".
+            reason = self._errors.text() or _error_text(exc)
             return self._record(False, reason)
         return self._record(True, "")
 
@@ -108,17 +107,15 @@ class ClusterProbe:
         with self._lock:
             return self._verdict
 
-    def _on_client_error(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._ALL_BROKERS_DOWN and self._last_error:
-            return  # a summary of the connection errors already kept
-        with self._lock:
-            self._last_error = error.str()
+    def close(self) -> None:
+        """Destroy the probe's client (once no thread probes any more)."""
+        destroy(self._admin)
 
     def _record(self, reachable: bool, error: str) -> ClusterVerdict:
         with self._lock:
             previous = self._verdict
             if reachable:
-                self._last_error = ""
+                self._errors.clear()
             if previous.reachable == reachable and previous.error == error:
                 return previous
             since = previous.since_ms if previous.reachable == reachable else _now_ms()
@@ -187,6 +184,9 @@ class ClusterHealth:
         self._closed.set()
         if self._thread is not None:
             self._thread.join(2 * PROBE_TIMEOUT_S * len(self._probes) + 5)
+        if self._thread is None or not self._thread.is_alive():
+            for probe in self._probes:
+                probe.close()
 
     def _run(self) -> None:
         while not self._closed.is_set():

@@ -274,7 +274,10 @@ class FlowLeadership:
         not as the timeout of a topic creation half a minute later.
         """
         probe = ClusterProbe(self._target, "target", self._clients.admin_settings, LEADERSHIP_TOPIC)
-        verdict = probe.probe()
+        try:
+            verdict = probe.probe()
+        finally:
+            probe.close()
         if not verdict.reachable:
             raise KafkaOperationError(str(verdict))
         admin = self._clients.admin

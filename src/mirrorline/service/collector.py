@@ -46,6 +46,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorline.control.remote_topics import METADATA_TOPIC, decode_metadata
 from mirrorline.engine.health import ClusterProbe
 from mirrorline.formats import Checkpoint, FormatError, Heartbeat
+from mirrorline.kafka import destroy
 from mirrorline.raw_metrics import METRICS_TOPIC, decode
 from mirrorline.service.target_view import CheckpointEntry, TargetView
 from mirrorline.verification.summary import decode_summary
@@ -134,6 +135,9 @@ class TargetCollector:
         for thread in self._threads:
             thread.join(_TIMEOUT_S + 5)
         self._consumer.close()
+        if not any(thread.is_alive() for thread in self._threads):
+            destroy(self._admin)
+            self._probe.close()
 
     # -- the reading thread ------------------------------------------------------------
 

@@ -42,9 +42,10 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorline.checkpoints import read_checkpoints
+from mirrorline.client_errors import ClientErrors
 from mirrorline.config import ClientSettings, MirrorConfig, load_config
 from mirrorline.control.remote_topics import read_remote_topics
-from mirrorline.kafka import ClientConfig, ClientErrors, KafkaOperationError
+from mirrorline.kafka import ClientConfig, KafkaOperationError
 from mirrorline.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 
 __all__ = [

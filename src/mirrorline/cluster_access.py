@@ -20,6 +20,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.client_errors import ClientErrors, error_text
 from mirrorline.config.model import ClientSettings
 from mirrorline.config.redact import REDACTED
 from mirrorline.group_offsets import (
@@ -30,7 +31,6 @@ from mirrorline.group_offsets import (
 )
 from mirrorline.kafka import (
     ClientConfig,
-    ClientErrors,
     ClusterClients,
     KafkaOperationError,
     destroy,
@@ -211,8 +211,7 @@ class ClusterAccess:
     def _unreachable(self, exc: KafkaException) -> Unreachable:
         if self._admin is not None:
             self._admin.poll(0)  # deliver the reports queued while the request waited
-        error = exc.args[0] if exc.args else None
-        reason = error.str() if isinstance(error, KafkaError) else str(exc)
+        reason = error_text(exc)
         # The report names broker addresses: left out when the servers are a secret.
         last = self._errors.text()
         if last and "timed out" in reason.lower() and self.servers != REDACTED:

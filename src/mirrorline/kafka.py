@@ -19,50 +19,6 @@ class KafkaOperationError(RuntimeError):
     """A Kafka request failed; the message names the cluster, the object and the error."""
 
 
-class ClientErrors:
-    """librdkafka's latest complaint about a cluster's connections, kept as it comes
-    through a client's `error_cb` (this object is that callback).
-
-    librdkafka reports a connection error once, not at each retry, and says more in
-    it (the broker, authentication, TLS, a refused connection) than a failed
-    request does ("transport failure", a timeout): the latest report is kept until
-    `clear`. One that names a cause is kept over "all brokers are down", which only
-    sums up the reports before it.
-
-    A client is given this object as its callback, never a method of the object
-    that owns the client: that would make a reference cycle (owner, client,
-    callback, owner), left to the cycle collector, which runs in whichever thread
-    allocates at the time. An admin client delivers its results on a thread of its
-    own, and librdkafka aborts the whole process when a client is destroyed from
-    one of its own threads. Without the cycle, a client goes when its owner drops
-    it, in the owner's thread.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last: KafkaError | None = None
-
-    def __call__(self, error: KafkaError) -> None:
-        with self._lock:
-            if error.code() == KafkaError._ALL_BROKERS_DOWN and self._last is not None:
-                return
-            self._last = error
-
-    @property
-    def last(self) -> KafkaError | None:
-        with self._lock:
-            return self._last
-
-    def text(self) -> str:
-        """The latest report's text; empty when there is none."""
-        last = self.last
-        return last.str() if last is not None else ""
-
-    def clear(self) -> None:
-        with self._lock:
-            self._last = None
-
-
 class ClusterClients:
     """How one part of Mirrorline reaches one cluster: a shared admin client and the
     settings of the producers and consumers each user creates for itself.
@@ -137,7 +93,7 @@ def enum_name(value: object) -> str:
 
 def destroy(admin: AdminClient | None) -> None:
     """Destroy `admin` now, in this thread, not whenever the cycle collector finds it
-    (which may be on the client's own thread: see `ClientErrors`). Its owner calls
+    (which may be on the client's own thread: see `client_errors.ClientErrors`). Its owner calls
     this once, when no other thread uses the client any more."""
     if admin is not None:
         admin.__exit__(None, None, None)

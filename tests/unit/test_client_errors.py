@@ -1,4 +1,4 @@
-"""librdkafka's connection reports as a client's `error_cb` (`kafka.ClientErrors`), and
+"""librdkafka's connection reports as a client's `error_cb` (`client_errors.ClientErrors`), and
 the owners of admin clients that must not form a reference cycle with them."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import pytest
 from confluent_kafka import KafkaError
 
 from mirrorline.client import MirrorClient
+from mirrorline.client_errors import ClientErrors
 from mirrorline.cluster_access import ClusterAccess
 from mirrorline.engine.health import ClusterProbe
-from mirrorline.kafka import ClientErrors, KafkaOperationError
+from mirrorline.kafka import KafkaOperationError
 
-NOBODY = {"bootstrap.servers": "127.0.0.1:1"}  # created, never asked: no connection is made
+NOBODY = {"bootstrap.servers": "127.0.0.1:1"}  # nobody listens there: every attempt is refused
 
 
 def test_a_cause_is_kept_over_the_summary_that_follows_it() -> None:

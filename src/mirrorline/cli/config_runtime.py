@@ -21,9 +21,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from confluent_kafka import KafkaError, KafkaException
-
 from mirrorline.cli.config_summary import Runtime
+from mirrorline.client_errors import error_text
 from mirrorline.config import ConfigError
 from mirrorline.config.model import FlowConfig, Side
 from mirrorline.control.flow_control import ControlStore
@@ -118,7 +117,7 @@ def _read_one(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:
         )
     except Exception as exc:  # a note, never a stack trace, for one flow's read
         log.debug("reading the run-time changes of %s failed", flow.name, exc_info=True)
-        message = _message(exc)
+        message = error_text(exc)
     finally:
         store.close()
         clients.close()
@@ -134,17 +133,10 @@ def _probe_source(flow: FlowConfig, timeout: float) -> SourceLink:
         return advise(flow, measure(clients, timeout))
     except Exception as exc:  # a note, never a stack trace, for one flow's probe
         log.debug("measuring the round trip to %s failed", flow.source, exc_info=True)
-        message = _message(exc)
+        message = error_text(exc)
     finally:
         clients.close()
     return SourceLink(flow.source, note=_why(flow, message, "source", "asking"))
-
-
-def _message(exc: Exception) -> str:
-    """librdkafka's own words for its errors (a refused setting, a missing CA file, ...)."""
-    if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
-        return str(exc.args[0].str())
-    return str(exc) or type(exc).__name__
 
 
 def _why(

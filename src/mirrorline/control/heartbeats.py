@@ -37,15 +37,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.client_errors import ClientErrors, error_text
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
 from mirrorline.formats import Heartbeat
 from mirrorline.kafka import (
     ClientConfig,
-    ClientErrors,
     KafkaOperationError,
     destroy,
     ensure_topic,
@@ -276,12 +276,7 @@ class HeartbeatEmitter:
     def _reason(self, exc: Exception) -> str:
         # librdkafka's connection error names the broker and the cause; the
         # request's own error is often only "transport failure" or a timeout.
-        reported = self._errors.text()
-        if reported:
-            return reported
-        if isinstance(exc, KafkaException) and isinstance(exc.args[0], KafkaError):
-            return exc.args[0].str()
-        return str(exc) or type(exc).__name__
+        return self._errors.text() or error_text(exc)
 
 
 class Heartbeats:

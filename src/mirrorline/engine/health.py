@@ -32,11 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from mirrorline.client_errors import ClientErrors, error_text
 from mirrorline.flow_context import FlowContext
-from mirrorline.kafka import ClientConfig, ClientErrors, destroy
+from mirrorline.kafka import ClientConfig, destroy
 from mirrorline.permissions import probe_topic
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class ClusterProbe:
         except KafkaException as exc:
             self._admin.poll(0)
             # librdkafka's last connection error says more than "transport failure".
-            reason = self._errors.text() or _error_text(exc)
+            reason = self._errors.text() or error_text(exc)
             return self._record(False, reason)
         return self._record(True, "")
 
@@ -195,12 +196,6 @@ class ClusterHealth:
             except Exception:  # noqa: BLE001 - probing must go on; the next round retries
                 log.exception("%s: probing failed", self._name)
             self._closed.wait(self._interval)
-
-
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, KafkaException) and isinstance(error.args[0], KafkaError):
-        return error.args[0].str()
-    return str(error) or type(error).__name__
 
 
 def _now_ms() -> int:

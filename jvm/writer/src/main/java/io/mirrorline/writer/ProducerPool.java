@@ -20,10 +20,10 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * one producer per executor, flow and settings ({@link #shared}). Batching the
  * records of every task running on the executor into the same requests moved
  * 100-byte records faster than a producer per task, which made as many send
- * threads, connections and smaller produce requests (benchmarks/RESULTS.md). Delivery reports still come
- * per record, so each task waits for its own. A shared producer that fails is
- * discarded for every task using it; their sends then fail too, and the driver
- * writes their batch again from its saved progress.
+ * threads, connections and smaller produce requests (benchmarks/RESULTS.md).
+ * Delivery reports still come per record, so each task waits for its own. A
+ * shared producer that fails is discarded for every task using it; their sends
+ * then fail too, and the driver writes their batch again from its saved progress.
  *
  * <p>Transactional producers cannot be shared: a transaction covers one source
  * partition's records. They are kept per transactional id: the one that already

@@ -14,6 +14,8 @@ BENCH_STAMP := $(VENV)/.installed-bench
 JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f) src/mirrorline/jar_fetch.py
 PYTEST_ARGS ?=
+# Where the suite's stacks go if pytest dies of a signal (tests/support/fatal_report.py).
+FATAL_DIR := $(CURDIR)/.cache/pytest-fatal
 
 .PHONY: help setup jdk chromium python jvm demo test bench chaos soak failover-drill screenshot lint clean
 
@@ -65,7 +67,9 @@ demo: setup
 test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@rm -rf $(FATAL_DIR)
+	MIRRORLINE_FATAL_DIR=$(FATAL_DIR) $(BIN)/python -m pytest $(PYTEST_ARGS) \
+	  || { status=$$?; $(BIN)/python tests/support/fatal_report.py $(FATAL_DIR); exit $$status; }
 
 # The benchmark's own packages (matplotlib for its chart), on top of the dev ones.
 $(BENCH_STAMP): pyproject.toml $(PY_STAMP)

@@ -42,7 +42,9 @@ from benchlib.replicators import (  # noqa: E402
     start_replicator,
 )
 from confluent_kafka import KafkaException, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
+from confluent_kafka.admin import NewTopic, OffsetSpec  # noqa: E402
+
+from mirrorline.admin_client import AdminClient  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -21,6 +21,8 @@ os.environ.setdefault(JVM_ENV, "light")
 
 ALIASES = ("east", "west", "central")
 
+pytest_plugins = ["support.fatal_report"]
+
 
 class ClusterPool:
     """Starts up to three dev clusters, only as many as the tests ask for."""

@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from benchlib.common import SOURCE, TARGET, BenchmarkError, say, wait_for
+from mirrorline.admin_client import AdminClient
 from mirrorline.devcluster import DevClusters
 from mirrorline.devlatency import Link
 

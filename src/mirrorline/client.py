@@ -39,8 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.client_errors import ClientErrors
 from mirrorline.config import ClientSettings, MirrorConfig, load_config

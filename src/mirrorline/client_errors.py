@@ -20,11 +20,9 @@ class ClientErrors:
 
     A client is given this object as its callback, never a method of the object
     that owns the client: that would make a reference cycle (owner, client,
-    callback, owner), left to the cycle collector, which runs in whichever thread
-    allocates at the time. An admin client delivers its results on a thread of its
-    own, and librdkafka aborts the whole process when a client is destroyed from
-    one of its own threads. Without the cycle, a client goes when its owner drops
-    it, in the owner's thread.
+    callback, owner), and the client would go only when the cycle collector found
+    it, not when its owner is dropped (see `admin_client` for why an admin client
+    must not be left to the collector, and what stops that from crashing).
     """
 
     def __init__(self) -> None:

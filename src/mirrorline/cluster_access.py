@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient, destroy
 from mirrorline.client_errors import ClientErrors, error_text
 from mirrorline.config.model import ClientSettings
 from mirrorline.config.redact import REDACTED
@@ -33,7 +33,6 @@ from mirrorline.kafka import (
     ClientConfig,
     ClusterClients,
     KafkaOperationError,
-    destroy,
     partition_offsets,
     reading_consumer,
 )

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import ElectionType, KafkaException
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.devnode import DevNode
 
 __all__ = [

@@ -27,8 +27,8 @@ from confluent_kafka import (
     KafkaException,
 )
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.kafka import KafkaOperationError
 
 TopicPartition = tuple[str, int]

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import NewTopic, OffsetSpec
+
+from mirrorline.admin_client import AdminClient, destroy
 
 # librdkafka settings as confluent-kafka takes them: names to strings, numbers,
 # flags and, for callbacks such as `error_cb`, functions.
@@ -89,14 +91,6 @@ def error_code(exc: KafkaException) -> int | None:
 def enum_name(value: object) -> str:
     """The name of an admin API enumeration value (`AclOperation.READ` -> `READ`)."""
     return str(getattr(value, "name", value))
-
-
-def destroy(admin: AdminClient | None) -> None:
-    """Destroy `admin` now, in this thread, not whenever the cycle collector finds it
-    (which may be on the client's own thread: see `client_errors.ClientErrors`). Its owner calls
-    this once, when no other thread uses the client any more."""
-    if admin is not None:
-        admin.__exit__(None, None, None)
 
 
 def ensure_topic(

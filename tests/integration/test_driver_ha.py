@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.engine.leadership import LEADERSHIP_TOPIC, group_id
 from support.driver_process import DriverProcess
 from support.driving import write_config

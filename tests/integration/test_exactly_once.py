@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.engine.batch_writer import WriteSpec, write_batch
 from mirrorline.engine.progress import PROGRESS_TOPIC, ProgressStore
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group, transactional_id

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.control.flow_control import ControlStore
 from mirrorline.failover.state import STEPS, FailoverState, save_state
 from support.control import reset_control

@@ -15,9 +15,10 @@ import time
 
 import pytest
 from confluent_kafka import KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import NewTopic, OffsetSpec
 from typer.testing import CliRunner
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.cli.main import app
 from mirrorline.devcluster import DevClusters
 from support.driving import running_driver, write_config

@@ -10,9 +10,9 @@ import json
 import threading
 
 import pytest
-from confluent_kafka.admin import AdminClient
 from typer.testing import CliRunner
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.cli.main import app
 from mirrorline.devcluster import DevClusters
 from support.driving import running_driver

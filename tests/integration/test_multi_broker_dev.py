@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from confluent_kafka.admin import AdminClient
 from typer.testing import CliRunner
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.cli.main import app
 from mirrorline.devcluster import DevClusters
 from mirrorline.devhealth import under_replicated

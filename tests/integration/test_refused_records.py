@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ResourceType,
 )
 
+from mirrorline.admin_client import AdminClient
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,

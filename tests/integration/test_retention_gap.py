@@ -12,13 +12,13 @@ import logging
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ResourceType,
 )
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.engine.loops import GAP_CHECK_S
 from support.driving import running_driver, write_config
 from support.kafka_io import (

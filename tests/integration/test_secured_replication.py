@@ -9,9 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AclOperation, AdminClient
+from confluent_kafka.admin import AclOperation
 
 from mirrorline import jvm
+from mirrorline.admin_client import AdminClient
 from mirrorline.devcluster import DevClusters
 from support.driving import running_driver
 from support.kafka_io import (

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from confluent_kafka.admin import (
-    AdminClient,
     ConfigResource,
     ConfigSource,
     NewPartitions,
     ResourceType,
 )
 
+from mirrorline.admin_client import AdminClient
 from support.driving import running_driver, write_config
 from support.kafka_io import Record, create_topic, end_offsets, produce, topic_names, unique_name
 from support.wait import wait_until

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.checkpoints import read_checkpoints
 from mirrorline.formats import OffsetSync
 from mirrorline.kafka import ClusterClients, ensure_topic

@@ -10,11 +10,11 @@ from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    AdminClient,
     ResourcePatternType,
     ResourceType,
 )
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.config import load_config
 from mirrorline.control.acl_sync import exact_filter
 from mirrorline.devcluster import DevClusters

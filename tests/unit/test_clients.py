@@ -349,8 +349,7 @@ def test_java_table_knows_mm2_connection_settings() -> None:
 
 def test_librdkafka_accepts_every_role_of_a_loaded_configuration() -> None:
     """Build real confluent-kafka clients (no broker needed) from each role's settings."""
-    from confluent_kafka.admin import AdminClient
-
+    from mirrorline.admin_client import AdminClient
     from mirrorline.config import parse_config
 
     config = parse_config(

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import typer
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
 from mirrorline.jvm import JvmSetupError
 from mirrorline.kafka import ensure_topic

@@ -40,11 +40,11 @@ from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    AdminClient,
     ResourcePatternType,
     ResourceType,
 )
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.config.model import FlowConfig
 from mirrorline.flow_context import FlowContext
 from mirrorline.formats import json_record

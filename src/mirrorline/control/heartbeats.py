@@ -38,8 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient, destroy
 from mirrorline.client_errors import ClientErrors, error_text
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig, MirrorConfig
@@ -47,7 +47,6 @@ from mirrorline.formats import Heartbeat
 from mirrorline.kafka import (
     ClientConfig,
     KafkaOperationError,
-    destroy,
     ensure_topic,
 )
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
@@ -32,6 +31,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.remote_topics import read_remote_topics
 from mirrorline.flow_context import FlowContext

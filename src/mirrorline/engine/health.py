@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient, destroy
 from mirrorline.client_errors import ClientErrors, error_text
 from mirrorline.flow_context import FlowContext
-from mirrorline.kafka import ClientConfig, destroy
+from mirrorline.kafka import ClientConfig
 from mirrorline.permissions import probe_topic
 
 log = logging.getLogger(__name__)

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.engine.health import ClusterProbe
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClusterClients, KafkaOperationError, ensure_topic

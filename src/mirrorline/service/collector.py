@@ -41,12 +41,11 @@ from confluent_kafka import (
     Message,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
 
+from mirrorline.admin_client import AdminClient, destroy
 from mirrorline.control.remote_topics import METADATA_TOPIC, decode_metadata
 from mirrorline.engine.health import ClusterProbe
 from mirrorline.formats import Checkpoint, FormatError, Heartbeat
-from mirrorline.kafka import destroy
 from mirrorline.raw_metrics import METRICS_TOPIC, decode
 from mirrorline.service.target_view import CheckpointEntry, TargetView
 from mirrorline.verification.summary import decode_summary

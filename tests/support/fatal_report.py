@@ -1,0 +1,70 @@
+"""Where the suite was when the pytest process died of a signal (an abort in a native
+library, a segmentation fault), kept where the last lines of the run show it.
+
+As a pytest plugin (`tests/conftest.py` loads it), with `MIRRORLINE_FATAL_DIR` set:
+Python's fault handler writes every thread's stack to `stacks.txt` there instead of
+stderr, and each test's id is written to `test.txt` as it starts. Run as a script
+after pytest fails (`make test` does), it prints the test and the stack of the thread
+that died, in a few lines, so they are the end of the output, not scrolled away by
+the stacks of every other thread.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+DIR_ENV = "MIRRORLINE_FATAL_DIR"
+_stacks: IO[str] | None = None
+
+
+def _directory() -> Path | None:
+    value = os.environ.get(DIR_ENV)
+    return Path(value) if value else None
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own fault handler plugin, which this replaces
+def pytest_configure(config: pytest.Config) -> None:
+    global _stacks
+    directory = _directory()
+    if directory is None:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    _stacks = open(directory / "stacks.txt", "w")  # open until the process ends
+    faulthandler.enable(file=_stacks, all_threads=True)
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    directory = _directory()
+    if directory is not None:
+        (directory / "test.txt").write_text(nodeid + "\n")
+
+
+def summary(directory: Path, frames: int = 12) -> list[str]:
+    """The lines to print: nothing when the process did not die of a signal."""
+    stacks = directory / "stacks.txt"
+    text = stacks.read_text(errors="replace") if stacks.exists() else ""
+    if not text.strip():
+        return []
+    lines = text.splitlines()
+    cause = next((line for line in lines if line.startswith("Fatal Python error")), lines[0])
+    start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), None)
+    died = lines[start : start + 1 + frames] if start is not None else []
+    test = directory / "test.txt"
+    running = test.read_text().strip() if test.exists() else "(before the first test)"
+    return [
+        f"pytest died: {cause}",
+        *died,
+        f"(all threads' stacks: {stacks})",
+        f"pytest died during {running}",
+    ]
+
+
+if __name__ == "__main__":
+    for line in summary(Path(sys.argv[1])):
+        print(line)

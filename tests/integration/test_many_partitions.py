@@ -27,8 +27,8 @@ from support.wait import wait_until
 TOPICS, PARTITIONS = 200, 10
 
 
-def _copied(admin: AdminClient, topics: list[str]) -> int:
-    """Records in the remote topics that exist so far (their end offsets added up)."""
+def _records(admin: AdminClient, topics: list[str]) -> int:
+    """Records in those of `topics` that exist so far (their end offsets added up)."""
     present = set(admin.list_topics(timeout=30).topics)
     wanted = {
         TopicPartition(t, p): OffsetSpec.latest()
@@ -55,11 +55,20 @@ def test_two_thousand_partitions_are_copied_and_verified(spark, tmp_path):
         created = source.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics])
         for future in created.values():
             future.result(120)
-        producer = Producer({"bootstrap.servers": east.bootstrap_servers, "linger.ms": 50})
+        # Idempotent: a broker busy creating 2,000 logs can leave requests unanswered
+        # past the client's timeout, and a plain producer's retry then writes twice.
+        producer = Producer(
+            {
+                "bootstrap.servers": east.bootstrap_servers,
+                "linger.ms": 50,
+                "enable.idempotence": True,
+            }
+        )
         for t in topics:
             for p in range(PARTITIONS):
                 producer.produce(t, b"%s/%d" % (t.encode(), p), b"k%d" % p, p)
-        assert producer.flush(120) == 0
+        assert producer.flush(180) == 0
+        assert _records(source, topics) == TOPICS * PARTITIONS, "one record per source partition"
         config = write_config(
             tmp_path / "many.properties",
             [east, west],
@@ -69,10 +78,10 @@ def test_two_thousand_partitions_are_copied_and_verified(spark, tmp_path):
         remote = [f"east.{t}" for t in topics]
         began = time.monotonic()
         with running_driver(config, spark, tmp_path / "w"):
-            wait_until(lambda: _copied(target, remote) > 0, timeout=300, what="a first copy")
+            wait_until(lambda: _records(target, remote) > 0, timeout=300, what="a first copy")
             first = time.monotonic() - began
             wait_until(
-                lambda: _copied(target, remote) == TOPICS * PARTITIONS,
+                lambda: _records(target, remote) == TOPICS * PARTITIONS,
                 timeout=300,
                 what=f"all {TOPICS * PARTITIONS} records copied",
             )

@@ -4,18 +4,23 @@ process). Each case runs in a child process, since the failure is an abort."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from mirrorline.admin_client import AdminClient
+
+UNREACHABLE = {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
+
 # The child drops a client in a cycle and runs the cycle collector in the callback of the
 # client's own request, on librdkafka's result thread; then it waits until no librdkafka
 # thread is left (the client destroyed) and says so.
 CHILD = textwrap.dedent(
     """
-    import gc, os, sys, threading, time
+    import gc, json, os, sys, threading, time
     from confluent_kafka.admin import AdminClient as Confluent
     from mirrorline.admin_client import AdminClient as Ours
 
@@ -42,9 +47,7 @@ CHILD = textwrap.dedent(
 
     owner = Owner()
     owner.itself = owner
-    owner.admin = (Ours if sys.argv[1] == "ours" else Confluent)(
-        {"bootstrap.servers": "127.0.0.1:1", "log_level": 0}
-    )
+    owner.admin = (Ours if sys.argv[1] == "ours" else Confluent)(json.loads(sys.argv[2]))
     owner.admin.describe_cluster(request_timeout=1).add_done_callback(collect)
     del owner
     deadline = time.monotonic() + 30
@@ -58,7 +61,10 @@ CHILD = textwrap.dedent(
 
 def _child(kind: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", CHILD, kind], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", CHILD, kind, json.dumps(UNREACHABLE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -77,9 +83,7 @@ def test_the_same_drop_of_confluent_kafkas_own_client_aborts() -> None:
 
 
 def test_a_closed_client_refuses_requests_and_closes_once() -> None:
-    from mirrorline.admin_client import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": "127.0.0.1:1", "log_level": 0})
+    admin = AdminClient(UNREACHABLE)
     admin.close()
     admin.close()
     with pytest.raises(RuntimeError):

@@ -30,7 +30,7 @@ CHILD = textwrap.dedent(
         for task in tasks:
             try:
                 names.append(open(f"/proc/self/task/{task}/comm").read())
-            except FileNotFoundError:
+            except OSError:  # the thread ended meanwhile
                 pass
         return [n for n in names if n.startswith("rdk:")]
 

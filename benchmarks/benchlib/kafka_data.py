@@ -25,6 +25,7 @@ NOT_READY = {
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError._UNKNOWN_PARTITION,
+    KafkaError.UNKNOWN_LEADER_EPOCH,  # its leader's epoch not known everywhere yet
 }
 PROBE_RATE = 10  # records/s produced before the replicator is seen to work
 WARM_UP_TOPIC = "bench-warm-up"

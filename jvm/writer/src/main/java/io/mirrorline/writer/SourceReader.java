@@ -1,7 +1,7 @@
 package io.mirrorline.writer;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -143,11 +143,19 @@ final class SourceReader {
   /** One flow's consumer of one source partition. */
   private record Key(String flow, Map<String, String> settings, TopicPartition partition) {}
 
-  /** A consumer assigned to one partition, and the records it fetched but did not hand out. */
+  /**
+   * A consumer assigned to one partition, and the records it fetched but did not hand out.
+   *
+   * <p>The records of the last poll are handed out from the poll's own list, not
+   * copied one by one into a collection the cursor keeps (which made every record
+   * reachable from an old object, a cost at each young collection). At a range's end
+   * the cursor keeps only the records it did not hand out ({@link #endRange}).
+   */
   private static final class Cursor {
     final Key key;
     final KafkaConsumer<byte[], byte[]> consumer;
-    final ArrayDeque<ConsumerRecord<byte[], byte[]>> fetched = new ArrayDeque<>();
+    List<ConsumerRecord<byte[], byte[]>> fetched = List.of();
+    int unread; // the index in fetched of the first record not handed out
     // Where reading goes on: every offset before it was handed out or held no record.
     long position = -1;
     long idleSince;
@@ -183,7 +191,8 @@ final class SourceReader {
 
     void startAt(long from) {
       if (from != position) {
-        fetched.clear();
+        fetched = List.of();
+        unread = 0;
         consumer.seek(key.partition(), from);
         position = from;
       }
@@ -191,22 +200,33 @@ final class SourceReader {
 
     /** The range's next record, or null once the range is read. */
     SourceRecord next(SourceRange range) {
-      long deadline = System.nanoTime() + TIMEOUT.toNanos();
+      // Set at the first fetch: handing out what was fetched needs no clock.
+      boolean waiting = false;
+      long deadline = 0;
       while (true) {
-        ConsumerRecord<byte[], byte[]> head = fetched.peek();
-        if (head != null) {
+        if (unread < fetched.size()) {
+          ConsumerRecord<byte[], byte[]> head = fetched.get(unread);
+          if (head.offset() < position) {
+            unread++; // fetched again after a seek back
+            continue;
+          }
           if (head.offset() >= range.until) {
             position = range.until;
+            endRange();
             return null;
           }
-          fetched.poll();
+          unread++;
           position = head.offset() + 1;
           return SourceRecord.of(head);
         }
         if (position >= range.until) {
+          endRange();
           return null;
         }
-        if (System.nanoTime() > deadline) {
+        if (!waiting) {
+          waiting = true;
+          deadline = System.nanoTime() + TIMEOUT.toNanos();
+        } else if (System.nanoTime() > deadline) {
           throw new DeliveryFailed("flow " + key.flow() + ": no records of " + range.topic + "["
               + range.partition + "] from offset " + position + " within " + TIMEOUT.toSeconds() + "s");
         }
@@ -214,13 +234,18 @@ final class SourceReader {
       }
     }
 
+    /** Let go of the records handed out: the cursor may wait long for its next range. */
+    private void endRange() {
+      fetched = unread == fetched.size()
+          ? List.of()
+          : new ArrayList<>(fetched.subList(unread, fetched.size()));
+      unread = 0;
+    }
+
     private void fetch() {
       try {
-        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL).records(key.partition())) {
-          if (r.offset() >= position) {
-            fetched.add(r);
-          }
-        }
+        fetched = consumer.poll(POLL).records(key.partition());
+        unread = 0;
       } catch (OffsetOutOfRangeException e) {
         long earliest = consumer.beginningOffsets(Collections.singletonList(key.partition()))
             .get(key.partition());

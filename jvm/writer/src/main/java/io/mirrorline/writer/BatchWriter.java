@@ -2,12 +2,14 @@ package io.mirrorline.writer;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
-import java.util.Iterator;
 import java.util.List;
 import org.apache.spark.SparkContext;
-import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.TaskContext;
+import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import scala.Tuple2;
@@ -15,6 +17,7 @@ import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
+import scala.runtime.AbstractFunction2;
 
 /**
  * Writes one micro-batch of a flow to the target cluster; called by the driver.
@@ -55,10 +58,13 @@ public final class BatchWriter {
             executor == null ? List.<String>of() : List.of(executor)).toSeq()));
       }
       ClassTag<List<SourceRange>> tag = ClassTag$.MODULE$.apply(List.class);
-      List<String> rows = context.makeRDD(CollectionConverters.asScala(placed).toSeq(), tag)
-          .toJavaRDD()
-          .mapPartitions(new Task(spec))
-          .collect();
+      RDD<List<SourceRange>> shares = context.makeRDD(CollectionConverters.asScala(placed).toSeq(), tag);
+      String[][] results = (String[][]) context.runJob(shares, new Task(spec),
+          ClassTag$.MODULE$.apply(String[].class));
+      List<String> rows = new ArrayList<>();
+      for (String[] task : results) {
+        rows.addAll(Arrays.asList(task));
+      }
       return "[" + String.join(",", rows) + "]";
     } finally {
       context.clearJobGroup();
@@ -78,8 +84,16 @@ public final class BatchWriter {
     return tasks;
   }
 
-  /** What one Spark task runs over its ranges. */
-  private static final class Task implements FlatMapFunction<Iterator<List<SourceRange>>, String> {
+  /**
+   * What one Spark task runs over its ranges.
+   *
+   * <p>A named function, not a lambda: Spark inspects a lambda's bytecode (its
+   * closure cleaner reads the defining class with ASM) at every job, which cost each
+   * micro-batch CPU and kept the JIT compiler busy with code off the data path.
+   */
+  private static final class Task
+      extends AbstractFunction2<TaskContext, scala.collection.Iterator<List<SourceRange>>, String[]>
+      implements Serializable {
     private static final long serialVersionUID = 1L;
     private static final ObjectMapper JSON = new ObjectMapper();
     private final WriteSpec spec;
@@ -89,9 +103,9 @@ public final class BatchWriter {
     }
 
     @Override
-    public Iterator<String> call(Iterator<List<SourceRange>> share) throws JsonProcessingException {
+    public String[] apply(TaskContext context, scala.collection.Iterator<List<SourceRange>> share) {
       List<SourceRange> ranges = new ArrayList<>();
-      share.forEachRemaining(ranges::addAll);
+      CollectionConverters.asJava(share).forEachRemaining(ranges::addAll);
       Collection<PartitionLog> logs;
       try (SourceReader.Records records = SourceReader.read(spec.flow, spec.source, ranges)) {
         logs = spec.exactlyOnce == null
@@ -99,11 +113,16 @@ public final class BatchWriter {
             : new ExactlyOnceWriter(spec).write(records);
       }
       long now = System.currentTimeMillis();
-      List<String> out = new ArrayList<>(logs.size());
+      String[] out = new String[logs.size()];
+      int i = 0;
       for (PartitionLog log : logs) {
-        out.add(JSON.writeValueAsString(log.summary(now)));
+        try {
+          out[i++] = JSON.writeValueAsString(log.summary(now));
+        } catch (JsonProcessingException e) {
+          throw new IllegalStateException("cannot write a partition summary as JSON", e);
+        }
       }
-      return out.iterator();
+      return out;
     }
   }
 }

@@ -161,3 +161,23 @@ def test_executor_jars_name_a_missing_jar_set(tmp_path, monkeypatch):
 )
 def test_the_driver_advertises_the_address_it_reaches_the_master_from(master, expected):
     assert session.cluster_settings(master) == expected
+
+
+@pytest.mark.parametrize(
+    ("memory", "option"),
+    [
+        ("2g", "-Xmn1228m"),
+        ("1g", "-Xmn614m"),
+        ("1536m", "-Xmn921m"),
+        ("4096", "-Xmn2457m"),  # a bare number is MiB, as Spark reads it
+        (" 2G ", "-Xmn1228m"),
+        ("1t", "-Xmn629145m"),
+    ],
+)
+def test_the_young_generation_is_fixed_at_its_share_of_the_heap(memory, option):
+    assert session.young_generation(memory, "spark.driver.memory") == option
+
+
+def test_a_memory_size_spark_cannot_read_names_its_setting():
+    with pytest.raises(JvmSetupError, match=r"spark.executor.memory = 'lots' is no memory size"):
+        session.young_generation("lots", "spark.executor.memory")

@@ -159,6 +159,9 @@ def build_spark_session(
     jars += [j for j in conf.pop("spark.jars", "").split(",") if j.strip()]
     settings["spark.jars"] = ",".join(jars)
     settings.update(conf)
+    if "spark.executor.extraJavaOptions" not in conf:
+        young = young_generation(settings["spark.executor.memory"], "spark.executor.memory")
+        settings["spark.executor.extraJavaOptions"] = f"-Xss16m {young}"
     if "spark.driver.extraJavaOptions" not in conf:
         archive = (
             f"-XX:ArchiveClassesAtExit={archive_to}" if archive_to else class_archive.java_option()
@@ -166,7 +169,9 @@ def build_spark_session(
         if not archive:
             _log.info("no class archive for this Java and Spark: `mirrorline setup` builds one")
         options = [settings["spark.driver.extraJavaOptions"]]
-        options += _fixed_heap(settings["spark.driver.memory"]) + [archive]
+        memory = settings["spark.driver.memory"]
+        young = young_generation(memory, "spark.driver.memory")
+        options += _fixed_heap(memory) + [young, archive]
         settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, options))
 
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
@@ -188,6 +193,35 @@ def _fixed_heap(memory: str) -> list[str]:
     lets its growth mean a leak. Touching 2 GiB costs about 0.6 s of start-up.
     """
     return [f"-Xms{memory}", "-XX:+AlwaysPreTouch"]
+
+
+# The share of a JVM's heap kept for new objects: G1's own upper bound for it.
+YOUNG_SHARE = 0.6
+
+
+def young_generation(memory: str, setting: str) -> str:
+    """The Java option that fixes the young generation at `YOUNG_SHARE` of a `memory` heap.
+
+    A record lives from the fetch that brought it until its delivery report, and
+    the records a partition's consumer fetched past a batch's range wait for the
+    next batch: seconds. G1 sizes its young generation for its 200-ms pause
+    goal, here to a tenth of the heap or less, which fills in well under a
+    second: most records then survive a collection or two, are copied each time
+    and end in the old generation, which takes concurrent cycles to empty. With
+    the young generation at 60 % of the heap they die young, in a few
+    collections instead of dozens (see `benchmarks/RESULTS.md`). `setting` names
+    where `memory` came from, for the error if it is no memory size.
+    """
+    return f"-Xmn{int(_mebibytes(memory, setting) * YOUNG_SHARE)}m"
+
+
+def _mebibytes(memory: str, setting: str) -> int:
+    """Spark's memory notation (`2g`, `1536m`, `1t`; a bare number is MiB) in MiB."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", memory.lower())
+    if not match:
+        raise jvm.JvmSetupError(f"{setting} = {memory!r} is no memory size (e.g. 2g or 1536m)")
+    number, unit = int(match.group(1)), match.group(2) or "m"
+    return {"k": number // 1024, "m": number, "g": number << 10, "t": number << 20}[unit]
 
 
 def _launch_jvm_in_own_session(conf) -> None:

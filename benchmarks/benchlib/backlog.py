@@ -68,6 +68,7 @@ def measure_backlog(run: Run) -> dict:
     proc = run.start()
     began = run.load.mark()
     first = cpu_at_first = None
+    threads_at_first: dict[str, float] = {}
     last_report = proc.started
     stuck: tuple[dict, float] | None = None  # (ends, since when) of a covered, wrong tail
     try:
@@ -77,11 +78,13 @@ def measure_backlog(run: Run) -> dict:
             total = sum(ends.values())
             if first is None and total > 0:
                 first, cpu_at_first = now, proc.sampler.cpu_seconds_now()
+                threads_at_first = proc.sampler.thread_cpu_seconds()
                 say(f"  first records on {TARGET} after {first - proc.started:.1f}s")
             if ends and all(ends.get(p, 0) >= n for p, n in expected.items()):
                 seqs = target.last_seqs(ends)
                 if seqs == last_seqs:
                     done, cpu_total = now, proc.sampler.cpu_seconds_now()
+                    threads_done = proc.sampler.thread_cpu_seconds()
                     break
                 stuck = stuck if stuck and stuck[0] == ends else (ends, now)
                 if now - stuck[1] > STUCK_S:
@@ -127,6 +130,10 @@ def measure_backlog(run: Run) -> dict:
         "total_s": round(total_s, 2),
         "throughput_rps_with_startup": round(s.records / total_s, 1),
         "cpu_s_transfer": round(cpu_total - cpu_at_first, 1),
+        "cpu_s_transfer_by_thread": {
+            kind: round(seconds - threads_at_first.get(kind, 0.0), 1)
+            for kind, seconds in sorted(threads_done.items())
+        },
         "cpu_s_total": round(cpu_total, 1),
         "cpu_s_per_gb_with_startup": per_gb(cpu_total, payload),
         **common_numbers(proc, stopped, other_cores),
@@ -137,4 +144,6 @@ def measure_backlog(run: Run) -> dict:
         f"{result['cpu_s_per_gb']} CPU s/GB (startup {result['startup_s']}s, transfer "
         f"{result['transfer_s']}s), peak RSS {result['peak_rss_mib']:,.0f} MiB"
     )
+    by_thread = result["cpu_s_transfer_by_thread"]
+    say("  CPU s of the transfer by thread: " + ", ".join(f"{k} {v}" for k, v in by_thread.items()))
     return result

@@ -9,11 +9,13 @@ the whole tree below a process, as the kernel reports it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,9 +37,9 @@ class ProcSample:
     cpu_ticks: int
 
 
-def read_stat(pid: int) -> ProcSample | None:
+def read_stat(pid: int, path: str | None = None) -> ProcSample | None:
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(path or f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name may hold spaces and parentheses; the fields follow the last ')'.
@@ -109,6 +111,45 @@ def process_role(pid: int) -> str:
         if marker in cmdline:
             return role
     return cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or "unknown"
+
+
+# What a JVM thread does, by its name as the kernel shows it (the first 15 characters
+# of the Java thread's name): the first pattern that matches wins.
+THREAD_KINDS: list[tuple[str, str]] = [
+    (r"C[12] CompilerThre", "JIT compilers"),
+    (r"GC Thread|G1 |VM Thread", "garbage collector"),
+    (r"Executor task|task-thread", "tasks"),
+    (r"kafka-producer-", "producer I/O"),
+    (r"stream executio", "query thread"),
+    (r"python", "Python"),
+]
+
+
+def thread_kind(name: str) -> str:
+    for pattern, kind in THREAD_KINDS:
+        if re.match(pattern, name):
+            return kind
+    return "other threads"
+
+
+def thread_cpu_seconds(pids: Iterable[int]) -> dict[str, float]:
+    """CPU seconds the threads of `pids` used so far, summed by `thread_kind`.
+
+    A thread that ended took its time with it: compare two readings only over a
+    stretch in which the threads that do the work live on (a copy's transfer).
+    """
+    ticks: dict[str, int] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            sample = read_stat(int(tid), f"/proc/{pid}/task/{tid}/stat")
+            if sample is not None:
+                kind = thread_kind(sample.name)
+                ticks[kind] = ticks.get(kind, 0) + sample.cpu_ticks
+    return {kind: n / os.sysconf("SC_CLK_TCK") for kind, n in ticks.items()}
 
 
 class TreeSampler:
@@ -183,6 +224,10 @@ class TreeSampler:
                 by_role[role] = by_role.get(role, 0.0) + ticks / ticks_per_s
         # Short-lived helpers (a shell, readlink) show up with no measurable time.
         return {role: round(sec, 1) for role, sec in sorted(by_role.items()) if sec >= 0.05}
+
+    def thread_cpu_seconds(self) -> dict[str, float]:
+        """`thread_cpu_seconds` of the tree's processes now."""
+        return thread_cpu_seconds(process_tree(self.root))
 
     def members(self) -> dict[int, int]:
         """The last seen tree, pid -> start time."""

@@ -207,7 +207,7 @@ final class SourceReader {
         if (unread < fetched.size()) {
           ConsumerRecord<byte[], byte[]> head = fetched.get(unread);
           if (head.offset() < position) {
-            unread++; // fetched again after a seek back
+            unread++; // before where reading goes on: handed out or skipped already
             continue;
           }
           if (head.offset() >= range.until) {

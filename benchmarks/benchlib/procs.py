@@ -37,9 +37,14 @@ class ProcSample:
     cpu_ticks: int
 
 
-def read_stat(pid: int, path: str | None = None) -> ProcSample | None:
+def read_stat(pid: int) -> ProcSample | None:
+    return _read_stat_file(f"/proc/{pid}/stat")
+
+
+def _read_stat_file(path: str) -> ProcSample | None:
+    """A process's or a thread's `stat` file; None once it is gone."""
     try:
-        text = Path(path or f"/proc/{pid}/stat").read_text()
+        text = Path(path).read_text()
     except OSError:
         return None
     # The command name may hold spaces and parentheses; the fields follow the last ')'.
@@ -145,7 +150,7 @@ def thread_cpu_seconds(pids: Iterable[int]) -> dict[str, float]:
         except OSError:
             continue
         for tid in tids:
-            sample = read_stat(int(tid), f"/proc/{pid}/task/{tid}/stat")
+            sample = _read_stat_file(f"/proc/{pid}/task/{tid}/stat")
             if sample is not None:
                 kind = thread_kind(sample.name)
                 ticks[kind] = ticks.get(kind, 0) + sample.cpu_ticks
@@ -226,8 +231,9 @@ class TreeSampler:
         return {role: round(sec, 1) for role, sec in sorted(by_role.items()) if sec >= 0.05}
 
     def thread_cpu_seconds(self) -> dict[str, float]:
-        """`thread_cpu_seconds` of the tree's processes now."""
-        return thread_cpu_seconds(process_tree(self.root))
+        """`thread_cpu_seconds` of the tree's processes as last sampled (`cpu_seconds_now`
+        samples first)."""
+        return thread_cpu_seconds(self.members())
 
     def members(self) -> dict[int, int]:
         """The last seen tree, pid -> start time."""

@@ -144,6 +144,31 @@ def _first_occurrences(values: list[bytes]) -> list[bytes]:
     return [v for v in values if not (v in seen or seen.add(v))]
 
 
+def _order_problem(partition: int, target: list[bytes], source: list[bytes]) -> str:
+    """What breaks "every source record, in order" on one target partition ("" if nothing).
+
+    At least once allows a replay to repeat records, never to skip or reorder them.
+    """
+    firsts = _first_occurrences(target)
+    if firsts == source:
+        return ""
+    known, copied = set(source), set(firsts)
+    missing = [v for v in source if v not in copied]
+    unknown = [v for v in firsts if v not in known]
+    at = next((i for i, (t, s) in enumerate(zip(firsts, source, strict=False)) if t != s), None)
+    where = ""
+    if at is not None:
+        where = (
+            f"; first difference at index {at}: target {firsts[max(0, at - 2) : at + 3]}"
+            f" where the source has {source[max(0, at - 2) : at + 3]}"
+        )
+    return (
+        f"partition {partition}: {len(target)} target records, {len(firsts)} distinct, "
+        f"{len(source)} source records; {len(missing)} missing {missing[:5]}, "
+        f"{len(unknown)} not from the source {unknown[:5]}{where}"
+    )
+
+
 def test_target_outage_is_reported_and_replication_resumes_without_loss(
     own_clusters, spark, tmp_path
 ):
@@ -278,8 +303,7 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
     source = _values_by_partition(east.bootstrap_servers, topic)
     target = _values_by_partition(west.bootstrap_servers, remote)
     assert sum(len(v) for v in source.values()) == total
-    for partition in range(PARTITIONS):
-        # At least once, in order: replays may repeat records, never skip or reorder them.
-        assert _first_occurrences(target[partition]) == source[partition], partition
+    problems = [_order_problem(p, target[p], source[p]) for p in range(PARTITIONS)]
+    assert not any(problems), "\n".join(p for p in problems if p)
     duplicates = sum(len(target[p]) - len(source[p]) for p in range(PARTITIONS))
     print(f"{total} source records, all on the target in order; {duplicates} duplicates")

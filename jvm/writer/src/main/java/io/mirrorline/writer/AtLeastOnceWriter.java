@@ -18,6 +18,17 @@ import org.apache.kafka.common.header.Header;
  * retries), and each report fills in the exact target offset of its record, from
  * which the offset syncs are chosen.
  *
+ * <p>A record the producer gives up on (its delivery timed out, the broker found a
+ * gap in the partition's sequence) fails the task, and the batch is written again.
+ * The idempotent producer itself would go on: it resets the partition's sequence
+ * numbers and delivers the partition's later records, which would then reach the
+ * target before the lost record's rewrite. So the first such failure closes the
+ * shared producer at once, from its delivery report, before it sends anything
+ * more ({@link #failed}): on the target, the first copy of each source record
+ * still comes in the source's order, and a rewrite only repeats records. Refusals
+ * the flow tolerates ({@code errors.tolerance = all}) are the exception: the
+ * record is skipped by design.
+ *
  * <p>One writer serves one task: a micro-batch task's records ({@link #write}), or a
  * real-time task's rows one at a time as Spark's foreach sink hands them over
  * ({@link RealTimeWriter}); both send with the producer the executor's
@@ -30,7 +41,8 @@ final class AtLeastOnceWriter {
   private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
   private final List<Refused> refused = new ArrayList<>();
   private final Deliveries deliveries = new Deliveries();
-  private ProducerPool.Lease lease;
+  private volatile ProducerPool.Lease lease; // read by delivery reports
+  private volatile Copies.Failure stoppedBy; // the first failure that fails the task
   private TransformChain chain; // null: records are copied as they are
 
   AtLeastOnceWriter(WriteSpec spec) {
@@ -71,6 +83,10 @@ final class AtLeastOnceWriter {
 
   /** Send the record's copy, or count why it is not sent. */
   void accept(SourceRecord record) {
+    Copies.Failure stop = stoppedBy;
+    if (stop != null) {
+      throw failure(stop); // the producer is closed: nothing more is sent
+    }
     PartitionLog log = logs.of(record);
     log.nextOffset = record.offset + 1;
     String remote = spec.remoteTopic(record.topic);
@@ -89,7 +105,7 @@ final class AtLeastOnceWriter {
       refused.add(new Refused(record, tooLarge));
       return;
     }
-    copies.send(lease.producer(), deliveries, log, record, remote, headers, failed);
+    copies.send(lease.producer(), deliveries, log, record, remote, headers, this::failed);
   }
 
   /** Send the record's transformed copy, or count why it is not sent. */
@@ -112,7 +128,49 @@ final class AtLeastOnceWriter {
       refused.add(new Refused(record, refusal));
       return;
     }
-    copies.send(lease.producer(), deliveries, log, record, copy, remote, failed);
+    copies.send(lease.producer(), deliveries, log, record, copy, remote, this::failed);
+  }
+
+  /**
+   * A delivery report's error. Unless the flow tolerates it as a refusal, it closes
+   * the shared producer at once: see the class comment for why.
+   */
+  private void failed(Copies.Failure failure) {
+    failed.add(failure);
+    if (tolerated(failure)) {
+      return;
+    }
+    if (stoppedBy == null) {
+      stoppedBy = failure; // reports of several partitions may race: any first will do
+    }
+    ProducerPool.Lease held = lease;
+    if (held != null) {
+      held.discard(describe(failure));
+    }
+  }
+
+  private boolean tolerated(Copies.Failure failure) {
+    return Refusal.isRefusal(failure.error) && spec.tolerateRefusals;
+  }
+
+  private static String describe(Copies.Failure failure) {
+    if (Refusal.isRefusal(failure.error)) {
+      return Refusal.of(failure.record, failure.topic, failure.error).describe();
+    }
+    SourceRecord r = failure.record;
+    return "the copy of " + r.topic + "[" + r.partition + "] offset " + r.offset + " to "
+        + failure.topic + " was not written: " + failure.error;
+  }
+
+  /** Why the task fails: the first failure, and the one that closed the producer if another's. */
+  private DeliveryFailed failure(Copies.Failure first) {
+    String own = describe(first);
+    ProducerPool.Lease held = lease;
+    String closedBy = held == null ? null : held.discardedBecause();
+    return new DeliveryFailed("flow " + spec.flow + ": " + own
+        + (failed.size() > 1 ? " (and " + (failed.size() - 1) + " more)" : "")
+        + (closedBy != null && !closedBy.equals(own)
+            ? "; the executor's producer was closed after " + closedBy : ""));
   }
 
   /**
@@ -122,13 +180,12 @@ final class AtLeastOnceWriter {
   Collection<PartitionLog> finish() {
     try {
       deliveries.awaitAll();
+      Copies.Failure stop = stoppedBy;
+      if (stop != null) {
+        throw failure(stop);
+      }
       for (Copies.Failure f : failed) {
-        Refusal refusal = Refusal.of(f.record, f.topic, f.error);
-        if (!(Refusal.isRefusal(f.error) && spec.tolerateRefusals)) {
-          throw new DeliveryFailed("flow " + spec.flow + ": " + refusal.describe()
-              + (failed.size() > 1 ? " (and " + (failed.size() - 1) + " more)" : ""));
-        }
-        refused.add(new Refused(f.record, refusal));
+        refused.add(new Refused(f.record, Refusal.of(f.record, f.topic, f.error)));
       }
       deadLetter();
     } catch (RuntimeException | Error e) {
@@ -144,7 +201,7 @@ final class AtLeastOnceWriter {
   /** Give up: the producer may be in a bad state, so the next writer starts afresh. */
   void abort() {
     if (lease != null) {
-      lease.discard();
+      lease.discard("a task writing with it failed");
       lease = null;
     }
     closeChain();

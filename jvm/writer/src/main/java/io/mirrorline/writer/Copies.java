@@ -1,6 +1,7 @@
 package io.mirrorline.writer;
 
 import java.util.Queue;
+import java.util.function.Consumer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
@@ -108,7 +109,7 @@ final class Copies {
    */
   void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, ProducerRecord<byte[], byte[]> copy, String remote,
-      Queue<Failure> failures) {
+      Consumer<Failure> failures) {
     Integer partition = copy.partition();
     if (copy.topic().equals(remote) && partition != null && partition == record.partition) {
       int index = log.noteSent(record);
@@ -117,7 +118,7 @@ final class Copies {
           log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
         } else {
           log.refusedAt(index);
-          failures.add(new Failure(record, remote, error));
+          failures.accept(new Failure(record, remote, error));
         }
       }));
       return;
@@ -126,21 +127,21 @@ final class Copies {
       if (error == null) {
         log.routedDelivered();
       } else {
-        failures.add(new Failure(record, copy.topic(), error));
+        failures.accept(new Failure(record, copy.topic(), error));
       }
     }));
   }
 
   /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
   void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
-      SourceRecord record, String remote, Header[] headers, Queue<Failure> failures) {
+      SourceRecord record, String remote, Header[] headers, Consumer<Failure> failures) {
     int index = log.noteSent(record);
     producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
       if (error == null) {
         log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
       } else {
         log.refusedAt(index);
-        failures.add(new Failure(record, remote, error));
+        failures.accept(new Failure(record, remote, error));
       }
     }));
   }

@@ -244,9 +244,9 @@ final class ExactlyOnceWriter {
           found = copies.oversized(record, headers, remote);
         }
         if (found == null && copy != null) {
-          copies.send(producer, deliveries, log, record, copy, remote, failures);
+          copies.send(producer, deliveries, log, record, copy, remote, failures::add);
         } else if (found == null) {
-          copies.send(producer, deliveries, log, record, remote, headers, failures);
+          copies.send(producer, deliveries, log, record, remote, headers, failures::add);
         } else {
           copies.refusedOrRaise(found);
           copies.refused(producer, deliveries, log, record, found, deadLetterErrors);

@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -22,8 +23,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * 100-byte records faster than a producer per task, which made as many send
  * threads, connections and smaller produce requests (benchmarks/RESULTS.md).
  * Delivery reports still come per record, so each task waits for its own. A
- * shared producer that fails is discarded for every task using it; their sends
- * then fail too, and the driver writes their batch again from its saved progress.
+ * shared producer is discarded for every task using it at the first delivery that
+ * fails one of them ({@link AtLeastOnceWriter}); their sends then fail too, and the
+ * driver writes their batch again from its saved progress.
  *
  * <p>Transactional producers cannot be shared: a transaction covers one source
  * partition's records. They are kept per transactional id: the one that already
@@ -52,9 +54,10 @@ final class ProducerPool {
     }
   }
 
-  /** A producer shared by at-least-once tasks: how many use it, and since when none has. */
+  /** A producer shared by at-least-once tasks: how many use it, since when, why it was discarded. */
   private static final class Shared {
     final KafkaProducer<byte[], byte[]> producer;
+    final AtomicReference<String> discarded = new AtomicReference<>();
     int users;
     long since = System.nanoTime();
 
@@ -101,7 +104,14 @@ final class ProducerPool {
 
     void giveBack();
 
-    void discard();
+    /**
+     * Close the producer at once for every task using it (the first call does;
+     * later ones, from any task, change nothing). Safe from a delivery report.
+     */
+    void discard(String why);
+
+    /** The {@code why} of the first {@link #discard}, or null while the producer is in use. */
+    String discardedBecause();
   }
 
   /**
@@ -129,11 +139,18 @@ final class ProducerPool {
         }
       }
 
-      public void discard() {
+      public void discard(String why) {
+        if (!shared.discarded.compareAndSet(null, why)) {
+          return;
+        }
         synchronized (IDLE) {
           SHARED.remove(key, shared); // unless another task already replaced it
         }
         ProducerPool.discard(shared.producer);
+      }
+
+      public String discardedBecause() {
+        return shared.discarded.get();
       }
     };
   }

@@ -21,8 +21,8 @@ class ProducerPoolTest {
       assertSame(first.producer(), second.producer());
       assertNotSame(first.producer(), other.producer());
     } finally {
-      first.discard();
-      other.discard();
+      first.discard("test");
+      other.discard("test");
     }
   }
 
@@ -33,8 +33,8 @@ class ProducerPoolTest {
     try {
       assertNotSame(one.producer(), another.producer());
     } finally {
-      one.discard();
-      another.discard();
+      one.discard("test");
+      another.discard("test");
     }
   }
 
@@ -42,15 +42,15 @@ class ProducerPoolTest {
   void aDiscardedSharedProducerIsReplacedAndALateDiscardKeepsItsSuccessor() {
     ProducerPool.Lease failed = ProducerPool.shared("a->b", settings("c"));
     ProducerPool.Lease late = ProducerPool.shared("a->b", settings("c"));
-    failed.discard();
+    failed.discard("test");
     ProducerPool.Lease next = ProducerPool.shared("a->b", settings("c"));
     try {
       assertNotSame(failed.producer(), next.producer());
       // A second task that used the failed producer discards it too, later.
-      late.discard();
+      late.discard("test");
       assertSame(next.producer(), ProducerPool.shared("a->b", settings("c")).producer());
     } finally {
-      next.discard();
+      next.discard("test");
     }
   }
 }

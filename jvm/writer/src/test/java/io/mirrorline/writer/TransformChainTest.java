@@ -185,7 +185,7 @@ class TransformChainTest {
           continue;
         }
         written.add(offset + ">" + copy.topic());
-        copies.send(producer, deliveries, log, r, copy, "a.orders", failures);
+        copies.send(producer, deliveries, log, r, copy, "a.orders", failures::add);
       }
     }
     deliveries.awaitAll();

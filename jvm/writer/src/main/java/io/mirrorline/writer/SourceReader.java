@@ -121,23 +121,27 @@ final class SourceReader {
     }
   }
 
-  /** Close the cursors of partitions no batch has read for {@link #IDLE_LIMIT}. */
+  /**
+   * Close the cursors of partitions no batch has read for {@link #IDLE_LIMIT}. A
+   * cursor is closed only once it is out of the map: a task may take it meanwhile.
+   */
   private static void closeIdle() {
     long now = System.nanoTime();
-    IDLE.values().removeIf(c -> {
-      boolean idle = now - c.idleSince > IDLE_LIMIT.toNanos();
-      if (idle) {
+    for (Map.Entry<Key, Cursor> idle : IDLE.entrySet()) {
+      Cursor c = idle.getValue();
+      if (now - c.idleSince > IDLE_LIMIT.toNanos() && IDLE.remove(idle.getKey(), c)) {
         c.close();
       }
-      return idle;
-    });
+    }
   }
 
   private static void closeAll() {
-    IDLE.values().removeIf(c -> {
-      c.close();
-      return true;
-    });
+    for (Key key : IDLE.keySet()) {
+      Cursor c = IDLE.remove(key);
+      if (c != null) {
+        c.close();
+      }
+    }
   }
 
   /** One flow's consumer of one source partition. */

@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 
@@ -41,6 +42,7 @@ final class AtLeastOnceWriter {
   private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
   private final List<Refused> refused = new ArrayList<>();
   private final Deliveries deliveries = new Deliveries();
+  private final Consumer<Copies.Failure> onFailure = this::failed; // one per writer, not per record
   private volatile ProducerPool.Lease lease; // read by delivery reports
   private volatile Copies.Failure stoppedBy; // the first failure that fails the task
   private TransformChain chain; // null: records are copied as they are
@@ -105,7 +107,11 @@ final class AtLeastOnceWriter {
       refused.add(new Refused(record, tooLarge));
       return;
     }
-    copies.send(lease.producer(), deliveries, log, record, remote, headers, this::failed);
+    try {
+      copies.send(lease.producer(), deliveries, log, record, remote, headers, onFailure);
+    } catch (IllegalStateException e) {
+      throw closedMeanwhile(e);
+    }
   }
 
   /** Send the record's transformed copy, or count why it is not sent. */
@@ -128,7 +134,11 @@ final class AtLeastOnceWriter {
       refused.add(new Refused(record, refusal));
       return;
     }
-    copies.send(lease.producer(), deliveries, log, record, copy, remote, this::failed);
+    try {
+      copies.send(lease.producer(), deliveries, log, record, copy, remote, onFailure);
+    } catch (IllegalStateException e) {
+      throw closedMeanwhile(e);
+    }
   }
 
   /**
@@ -147,6 +157,21 @@ final class AtLeastOnceWriter {
     if (held != null) {
       held.discard(describe(failure));
     }
+  }
+
+  /**
+   * What a send that found the shared producer closed throws: another task's failure
+   * (or this task's, reported on the producer's thread) closed it after this task
+   * last looked; the error says which failure.
+   */
+  private RuntimeException closedMeanwhile(IllegalStateException e) {
+    Copies.Failure stop = stoppedBy;
+    if (stop != null) {
+      return failure(stop);
+    }
+    String closedBy = lease.discardedBecause();
+    return closedBy == null ? e : new DeliveryFailed(
+        "flow " + spec.flow + ": the executor's producer was closed after " + closedBy);
   }
 
   private boolean tolerated(Copies.Failure failure) {

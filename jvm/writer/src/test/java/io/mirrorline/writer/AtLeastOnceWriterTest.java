@@ -44,4 +44,23 @@ class AtLeastOnceWriterTest {
       writer.abort();
     }
   }
+
+  @Test
+  void aTaskWhoseSharedProducerAnotherTaskClosedSaysWhichFailureClosedIt() {
+    WriteSpec spec = spec("c->d");
+    AtLeastOnceWriter failing = new AtLeastOnceWriter(spec);
+    AtLeastOnceWriter other = new AtLeastOnceWriter(spec);
+    failing.open();
+    other.open();
+    try {
+      failing.accept(record(7)); // its delivery fails and closes the shared producer
+
+      DeliveryFailed stopped = assertThrows(DeliveryFailed.class, () -> other.accept(record(3)));
+      assertTrue(stopped.getMessage().startsWith("flow c->d: the executor's producer was closed after "
+          + "the copy of orders[0] offset 7 to east.orders was not written"), stopped.getMessage());
+    } finally {
+      failing.abort();
+      other.abort();
+    }
+  }
 }

@@ -147,15 +147,13 @@ final class AtLeastOnceWriter {
    */
   private void failed(Copies.Failure failure) {
     failed.add(failure);
-    if (tolerated(failure)) {
-      return;
+    if (tolerated(failure) || stoppedBy != null) {
+      return; // a later failure adds nothing: the producer is closed already
     }
-    if (stoppedBy == null) {
-      stoppedBy = failure; // reports of several partitions may race: any first will do
-    }
+    stoppedBy = failure; // reports may race (send and I/O threads): any first will do
     ProducerPool.Lease held = lease;
     if (held != null) {
-      held.discard(describe(failure));
+      held.discard(failure.describe());
     }
   }
 
@@ -169,33 +167,28 @@ final class AtLeastOnceWriter {
     if (stop != null) {
       return failure(stop);
     }
-    String closedBy = lease.discardedBecause();
-    return closedBy == null ? e : new DeliveryFailed(
-        "flow " + spec.flow + ": the executor's producer was closed after " + closedBy);
+    String closedBy = closedBy(null);
+    return closedBy == null ? e : new DeliveryFailed("flow " + spec.flow + ": " + closedBy);
   }
 
   private boolean tolerated(Copies.Failure failure) {
     return Refusal.isRefusal(failure.error) && spec.tolerateRefusals;
   }
 
-  private static String describe(Copies.Failure failure) {
-    if (Refusal.isRefusal(failure.error)) {
-      return Refusal.of(failure.record, failure.topic, failure.error).describe();
-    }
-    SourceRecord r = failure.record;
-    return "the copy of " + r.topic + "[" + r.partition + "] offset " + r.offset + " to "
-        + failure.topic + " was not written: " + failure.error;
-  }
-
   /** Why the task fails: the first failure, and the one that closed the producer if another's. */
   private DeliveryFailed failure(Copies.Failure first) {
-    String own = describe(first);
-    ProducerPool.Lease held = lease;
-    String closedBy = held == null ? null : held.discardedBecause();
+    String own = first.describe();
+    String closedBy = closedBy(own);
     return new DeliveryFailed("flow " + spec.flow + ": " + own
         + (failed.size() > 1 ? " (and " + (failed.size() - 1) + " more)" : "")
-        + (closedBy != null && !closedBy.equals(own)
-            ? "; the executor's producer was closed after " + closedBy : ""));
+        + (closedBy != null ? "; " + closedBy : ""));
+  }
+
+  /** Which failure closed the shared producer, unless none did or it was {@code own}. */
+  private String closedBy(String own) {
+    ProducerPool.Lease held = lease;
+    String why = held == null ? null : held.discardedBecause();
+    return why == null || why.equals(own) ? null : "the executor's producer was closed after " + why;
   }
 
   /**

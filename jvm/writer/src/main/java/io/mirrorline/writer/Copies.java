@@ -99,6 +99,15 @@ final class Copies {
       this.topic = topic;
       this.error = error;
     }
+
+    /** What went wrong, in words: a refusal as such, anything else as a copy not written. */
+    String describe() {
+      if (Refusal.isRefusal(error)) {
+        return Refusal.of(record, topic, error).describe();
+      }
+      return "the copy of " + record.topic + "[" + record.partition + "] offset " + record.offset
+          + " to " + topic + " was not written: " + error;
+    }
   }
 
   /**

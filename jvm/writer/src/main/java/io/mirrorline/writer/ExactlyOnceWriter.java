@@ -280,10 +280,10 @@ final class ExactlyOnceWriter {
         if (reused && isFencing(error)) {
           throw new StaleProducer();
         }
-        Refusal found = Refusal.of(record, failure.topic, error);
         if (!Refusal.isRefusal(error)) {
-          throw new DeliveryFailed("flow " + spec.flow + ": " + found.describe());
+          throw new DeliveryFailed("flow " + spec.flow + ": " + failure.describe());
         }
+        Refusal found = Refusal.of(record, failure.topic, error);
         copies.refusedOrRaise(found);
         refused.put(record.offset, found);
       }

@@ -87,8 +87,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         type=float,
         help="discarded start of the steady workload, the same for every contender "
         "(default: 75, or --latency-seconds in a quick run of under 60: the JVMs' "
-        "compilers and Spark's first batches take about half a minute to settle here, "
-        "and the first batch of Spark's real-time mode ends a minute after its start)",
+        "compilers and Spark's first batches take about half a minute to settle here)",
     )
     parser.add_argument(
         "--workloads",

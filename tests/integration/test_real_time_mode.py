@@ -2,10 +2,11 @@
 
 The driver runs as a child process with one task slot per source partition
 (`--master local[N]`). Records must arrive identical and in order; offset
-syncs, written once per real-time batch, must point at the real copies; a
-restart must resume from the saved progress, re-writing at most what the
-interrupted batch had written. A driver with too few task slots must say so in
-the flow's status instead of starving partitions.
+syncs and checkpoints must follow the copies while a (ten-minute) batch runs,
+from the tasks' reports, and point at the real copies; a restart must resume
+from the saved progress, re-writing at most what the tasks wrote after their
+last report. A driver with too few task slots must say so in the flow's status
+instead of starving partitions.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     by_partition,
+    checkpoints_of,
+    commit_offsets,
     consume,
     content,
     create_topic,
@@ -27,7 +30,8 @@ from support.kafka_io import (
 from support.wait import wait_until
 
 PARTITIONS = 3
-BATCH_MS = 5000
+# Longer than the test: syncs, progress and checkpoints come from the tasks' reports.
+BATCH_MS = 600_000
 
 
 def _records(count: int, seed: int, start: int = 0) -> list[Record]:
@@ -60,9 +64,13 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
         tmp_path / "mm2.properties",
         [east, west],
         f"east->west.enabled = true\neast->west.topics = {topic}\n"
-        f"east->west.data.path.mode = real-time\neast->west.real-time.batch.ms = {BATCH_MS}\n",
+        f"east->west.data.path.mode = real-time\neast->west.real-time.batch.ms = {BATCH_MS}\n"
+        "emit.checkpoints.interval.seconds = 1\nrefresh.groups.interval.seconds = 1\n",
     )
     first = produce(east.bootstrap_servers, topic, _records(30_000, seed=1))
+    group = unique_name("rtgroup")
+    consumed = {p: 5_000 for p in range(PARTITIONS)}
+    commit_offsets(east.bootstrap_servers, group, topic, consumed)
 
     def run_driver(name: str) -> DriverProcess:
         return DriverProcess(
@@ -93,7 +101,7 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
     driver = run_driver("first")
     with driver:
         wait_for_copies(driver, 30_000)
-        # Syncs (and progress) follow at the end of the real-time batch.
+        # Syncs, progress and checkpoints follow while the batch runs.
         last_offsets = {
             p: max(r.offset for r in first if r.partition == p) for p in range(PARTITIONS)
         }
@@ -106,12 +114,26 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
             timeout=60,
             what="offset syncs for the last record of every partition",
         )
+        checkpoints = wait_until(
+            lambda: driver.check()
+            or (
+                len(found := checkpoints_of(west.bootstrap_servers, "east", group, remote))
+                == PARTITIONS
+                and found
+            ),
+            timeout=60,
+            what=f"checkpoints of {group} for every partition",
+        )
         assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
 
     copied = consume(west.bootstrap_servers, remote, expected=30_000, timeout=120)
     assert by_partition(copied) == by_partition(first)
     source_at = {(r.partition, r.offset): content(r) for r in first}
     target_at = {(r.partition, r.offset): content(r) for r in copied}
+    for p, checkpoint in checkpoints.items():
+        # The group resumes on the copy at the copy of the record it would read next.
+        assert checkpoint.upstream_offset == consumed[p]
+        assert target_at[(p, checkpoint.downstream_offset)] == source_at[(p, consumed[p])]
     for sync in syncs_of(first):
         assert (
             target_at[(sync.partition, sync.downstream_offset)]

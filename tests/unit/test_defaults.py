@@ -75,7 +75,7 @@ MM2_DEFAULTS = {
     "errors.deadletterqueue.topic.replication.factor": 3,
     "max.poll.records": 20000,
     "data.path.mode": "micro-batch",
-    "real-time.batch.ms": 60000,
+    "real-time.batch.ms": 1800000,
 }
 
 

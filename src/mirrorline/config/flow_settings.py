@@ -54,7 +54,7 @@ class FlowSettings:
     dead_letter_topic: str | None  # None: refused records are not kept
     dead_letter_replication_factor: int
     emit_offset_syncs: bool
-    # data.path.mode = real-time: how often its tasks report (ms); None: micro-batches.
+    # data.path.mode = real-time: how long a batch lasts (ms); None: micro-batches.
     real_time_batch_ms: int | None
     intervals: LoopIntervals
 

@@ -352,11 +352,12 @@ _SPECS = [
     ),
     SettingSpec(
         "real-time.batch.ms",
-        "60000",
+        "1800000",
         lambda t: parse_int(t, minimum=5000),
-        "Mirrorline: in real-time mode, how often the tasks report what they wrote and the "
-        "flow's progress and offset syncs are saved; every batch's end pauses the copying "
-        "for about half a second (at least 5000, Spark's minimum).",
+        "Mirrorline: in real-time mode, how long each of Spark's batches lasts; every batch's "
+        "end pauses the copying for a second or two, so the longer the better (at least 5000, "
+        "Spark's minimum). Offset syncs and progress follow the tasks' reports every second "
+        "whatever the length.",
     ),
 ]
 

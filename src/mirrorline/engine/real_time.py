@@ -4,21 +4,32 @@ In real-time mode Spark runs one long-running task per source partition for
 each batch of `real-time.batch.ms`. A task writes every record as soon as it
 reads it (`io.mirrorline.writer.RealTimeWriter`, the same copies, refusals and
 dead letters as the micro-batch writer, through one producer shared by the
-executor's tasks), so a record's age at the target is a
-fetch and a produce, not a micro-batch. At the end of a batch each task waits
-for its acknowledgements and reports what it wrote, one row per task, through a
-Spark accumulator (`RealTimeSink.takeResults`).
+executor's tasks), so a record's age at the target is a fetch and a produce,
+not a micro-batch.
 
-`RealTimeResults` hands each batch to the flow's `BatchCommitter` once every
-task of the batch has reported, in batch order: offset syncs, runs and progress
-are written as for a micro-batch, only once per batch instead of every few
-hundred milliseconds. Checkpoints therefore translate at most one batch behind.
+Every second each task makes a report of what the target has settled: for its
+source partition, the offset below which every record is acknowledged (or
+needed no copy), with the exact offset mapping of those records as runs, and
+its counters. Reports are cumulative over the task: the executor's heartbeat
+(one a second, `spark.executor.heartbeatInterval`) carries the latest one to
+the driver while the task runs, and Spark hands over the final one when the
+task ends (`RealTimeSink.takeResults`). A report may come twice or late; its
+sequence number tells, and a lost one is made good by the next.
+
+`RealTimeResults` turns the reports into what is new since the last one it
+handed over, and gives that to the flow's `BatchCommitter` about every second:
+offset syncs, runs and progress are written as for a micro-batch. So offset
+syncs and checkpoints stay about a heartbeat behind the records however long a
+batch lasts, and batches can be long: each batch's end still pauses the
+copying (the tasks end, Spark saves its logs, new tasks start and seek), so the
+fewer the better. Batches are handed over in order: a later batch's reports
+wait until every task of the one before has ended.
 
 Guarantees: at-least-once, never exactly-once (Spark's real-time mode gives a
-batch no transaction; the configuration refuses the combination). What a batch
-wrote before a stop, a crash or a lost leadership is written again from the
-saved progress: a restart duplicates up to one batch of records, where a
-micro-batch flow's orderly stop duplicates none.
+batch no transaction; the configuration refuses the combination). After a
+stop, a crash or a lost leadership the flow starts from the saved progress:
+what the tasks wrote after their last report reached the driver (about two
+seconds of records) is written again.
 
 Spark needs a task slot for every long-running task at once: a real-time flow
 on N source partitions needs N free slots (`--master local[N]` or more, or N
@@ -32,6 +43,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
@@ -67,8 +79,73 @@ def start_real_time(
     return StreamingQuery(sink.query()), sink
 
 
+# Counters a report holds for the whole task so far: what is new is the difference.
+_COUNTERS = (
+    "filtered",
+    "skipped",
+    "dropped",
+    "routed",
+    "refused",
+    "dead_lettered",
+    "bytes",
+    "latency_count",
+    "latency_sum_ms",
+)
+
+
+@dataclass
+class _Handed:
+    """What was handed over of one task's source partition: up to `next_offset`."""
+
+    attempt: int
+    next_offset: int
+    counters: dict[str, int]
+
+
+@dataclass
+class _Task:
+    """The latest report of one task of a batch, and what was handed over of it."""
+
+    order: tuple[int, int] = (-1, 0)  # (attempt, sequence number) of the latest report
+    final: bool = False
+    logs: Sequence[Mapping] = ()
+    handed: dict[tuple[str, int], _Handed] = field(default_factory=dict)
+
+
+def new_since(summary: Mapping, attempt: int, handed: _Handed | None) -> dict | None:
+    """The part of a cumulative summary not handed over yet, as a summary of its own.
+
+    None while the summary holds nothing past what was handed over (a retried
+    task's new attempt starts again from its batch's first offset: its records
+    count from where the attempt before had reached).
+    """
+    start = int(summary["first_seen"]) if handed is None else handed.next_offset
+    end = int(summary["next_offset"])
+    if end <= start:
+        return None
+    before = handed.counters if handed is not None and handed.attempt == attempt else {}
+    runs = []
+    for source, target, count in summary["runs"]:
+        skip = max(0, start - int(source))
+        if skip < int(count):
+            runs.append([int(source) + skip, int(target) + skip, int(count) - skip])
+    delta = dict(summary)
+    delta.update({name: max(0, int(summary[name]) - before.get(name, 0)) for name in _COUNTERS})
+    delta.update(
+        first_seen=start,
+        records=sum(count for _, _, count in runs),
+        runs=runs,
+        first_offset=runs[0][0] if runs else None,
+        first_target_offset=runs[0][1] if runs else None,
+        last_offset=runs[-1][0] + runs[-1][2] - 1 if runs else None,
+        last_target_offset=runs[-1][1] + runs[-1][2] - 1 if runs else None,
+        refusals=summary["refusals"] if delta["refused"] else [],
+    )
+    return delta
+
+
 class RealTimeResults:
-    """Collects the tasks' reports and submits whole batches, in order.
+    """Collects the tasks' reports and hands over what is new, batch by batch in order.
 
     `submit(batch_id, results, started)` is the committer's side; once it returns
     False (a stop, a failure, a lost leadership) nothing more is submitted.
@@ -89,8 +166,9 @@ class RealTimeResults:
         self._tasks = tasks
         self._lag_max = lag_max
         self._submit = submit
-        # Batch -> task (source partition index) -> the task's summaries.
-        self._pending: dict[int, dict[int, list[Mapping]]] = {}
+        # Batch -> task (source partition index) -> its latest report.
+        self._batches: dict[int, dict[int, _Task]] = {}
+        self._ended_below = 0  # every batch below has ended and was handed over
         self._refused = False
         self._started = time.monotonic()
         self._stop = threading.Event()
@@ -100,9 +178,13 @@ class RealTimeResults:
         self._thread.start()
 
     def stop(self, timeout: float) -> None:
-        """Stop collecting; what finished before is still submitted."""
+        """Stop collecting; what the tasks reported before is still submitted."""
         self._stop.set()
         self._thread.join(timeout)
+        try:
+            self._sink.close()  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver
+            log.warning("%s: closing the real-time sink: %s", self._name, exc)
 
     def _run(self) -> None:
         while True:
@@ -115,25 +197,46 @@ class RealTimeResults:
                 return
 
     def collect(self) -> None:
-        """Take the reports that arrived; submit every batch all of whose tasks reported."""
+        """Take the reports that arrived; hand over what is new, in batch order."""
         rows = json.loads(self._sink.takeResults())  # type: ignore[attr-defined]
         if self._refused:
             return  # taken all the same, so that they do not pile up in the driver
         for row in rows:
-            self._pending.setdefault(int(row["batch"]), {})[int(row["task"])] = row["logs"]
-        for batch_id in sorted(self._pending):
-            if len(self._pending[batch_id]) < self._tasks:
-                break  # batches end in order: a later one waits for this one
-            tasks = self._pending.pop(batch_id)
-            results = [
-                partition_result(summary, self._lag_max)
-                for summaries in tasks.values()
-                for summary in summaries
-            ]
-            started, self._started = self._started, time.monotonic()
-            if not self._submit(batch_id, results, started):
-                # Stopping or failed: a later batch alone would leave a hole in the
-                # saved progress, so this query submits nothing more.
-                self._refused = True
-                self._pending.clear()
-                return
+            batch_id = int(row["batch"])
+            if batch_id < self._ended_below:
+                continue  # a late heartbeat of a task that has ended
+            task = self._batches.setdefault(batch_id, {}).setdefault(int(row["task"]), _Task())
+            order = (int(row["attempt"]), int(row["seq"]))
+            if task.final or order <= task.order:
+                continue  # an older report
+            task.order, task.final, task.logs = order, bool(row["final"]), row["logs"]
+        while self._batches:
+            batch_id = min(self._batches)
+            tasks = self._batches[batch_id]
+            results = [r for task in tasks.values() for r in self._new(task)]
+            if results:
+                started, self._started = self._started, time.monotonic()
+                if not self._submit(batch_id, results, started):
+                    # Stopping or failed: a later report alone would leave a hole in
+                    # the saved progress, so this query submits nothing more.
+                    self._refused = True
+                    self._batches.clear()
+                    return
+            if len(tasks) < self._tasks or not all(task.final for task in tasks.values()):
+                return  # a later batch waits for this one to end
+            del self._batches[batch_id]
+            self._ended_below = batch_id + 1
+
+    def _new(self, task: _Task) -> list[PartitionResult]:
+        """What the task's latest report adds to what was handed over."""
+        attempt = task.order[0]
+        out = []
+        for summary in task.logs:
+            key = (str(summary["topic"]), int(summary["partition"]))
+            delta = new_since(summary, attempt, task.handed.get(key))
+            if delta is None:
+                continue
+            counters = {name: int(summary[name]) for name in _COUNTERS}
+            task.handed[key] = _Handed(attempt, int(delta["next_offset"]), counters)
+            out.append(partition_result(delta, self._lag_max))
+        return out

@@ -88,6 +88,10 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.ui.retainedTasks": "2000",
     "spark.sql.ui.retainedExecutions": "100",
     "spark.sql.session.timeZone": "UTC",
+    # Real-time tasks report what the target settled in their executor's heartbeats
+    # (`engine.real_time`): a heartbeat a second keeps offset syncs and progress
+    # about a second behind the records (Spark's default is ten).
+    "spark.executor.heartbeatInterval": "1s",
     # Spark redacts settings and source options whose name matches these when it
     # shows or logs them; Kafka's `sasl.jaas.config` holds a password in its value.
     "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|jaas|credential",

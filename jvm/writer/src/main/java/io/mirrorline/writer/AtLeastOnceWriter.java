@@ -2,8 +2,10 @@ package io.mirrorline.writer;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -189,6 +191,28 @@ final class AtLeastOnceWriter {
     ProducerPool.Lease held = lease;
     String why = held == null ? null : held.discardedBecause();
     return why == null || why.equals(own) ? null : "the executor's producer was closed after " + why;
+  }
+
+  /**
+   * What the target has settled so far, one summary per source partition (see
+   * {@link PartitionLog#report}): a real-time task's report while it runs. A
+   * partition's report stops short of its first record refused before sending,
+   * which is dealt with (counted, dead-lettered) only when the task finishes.
+   * Null once a failure stopped the task: its end says more.
+   */
+  List<Map<String, Object>> report(long nowMs) {
+    if (stoppedBy != null) {
+      return null;
+    }
+    Map<PartitionLog, Long> unsettled = new HashMap<>();
+    for (Refused r : refused) {
+      unsettled.merge(logs.of(r.record), r.record.offset, Math::min);
+    }
+    List<Map<String, Object>> out = new ArrayList<>();
+    for (PartitionLog log : logs.all()) {
+      out.add(log.report(nowMs, unsettled.getOrDefault(log, Long.MAX_VALUE)));
+    }
+    return out;
   }
 
   /**

@@ -6,13 +6,16 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import org.apache.spark.util.AccumulatorV2;
 
 /**
- * Carries what real-time tasks wrote back to the driver, one JSON row per finished task.
+ * Carries what real-time tasks wrote back to the driver: each task's latest report,
+ * one JSON row.
  *
  * <p>A real-time task runs for a whole batch and returns nothing to a caller, so
- * its summaries travel as an accumulator: Spark merges a task's rows into the
- * driver's copy when the task succeeds, and only then. The driver takes them
- * with {@link #drain}; a failed task's rows never arrive, which is right, since
- * its batch is written again after a restart.
+ * its reports travel as an accumulator. While the task runs, executor heartbeats
+ * carry the task's copy, which holds its latest report ({@link #report});
+ * {@link RealTimeSink} picks them up. When the task succeeds Spark merges its
+ * final report into the driver's copy, and the driver takes those with
+ * {@link #drain}. A failed task's final report never arrives: what it wrote
+ * after its last report is written again after a restart.
  */
 public final class BatchResults extends AccumulatorV2<String, List<String>> {
   private static final long serialVersionUID = 1L;
@@ -38,6 +41,15 @@ public final class BatchResults extends AccumulatorV2<String, List<String>> {
   @Override
   public void add(String row) {
     rows.add(row);
+  }
+
+  /** The task's latest report, in place of the one before (task side). */
+  void report(String row) {
+    String before = rows.peek();
+    rows.add(row); // first added, then the old one removed: a heartbeat never finds none
+    if (before != null) {
+      rows.remove(before);
+    }
   }
 
   @Override

@@ -121,7 +121,7 @@ final class Copies {
       Consumer<Failure> failures) {
     Integer partition = copy.partition();
     if (copy.topic().equals(remote) && partition != null && partition == record.partition) {
-      int index = log.noteSent(record);
+      long index = log.noteSent(record);
       producer.send(copy, deliveries.track((metadata, error) -> {
         if (error == null) {
           log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
@@ -132,10 +132,12 @@ final class Copies {
       }));
       return;
     }
+    long routedIndex = log.noteRouted(record);
     producer.send(copy, deliveries.track((metadata, error) -> {
       if (error == null) {
-        log.routedDelivered();
+        log.routedDelivered(routedIndex);
       } else {
+        log.refusedAt(routedIndex);
         failures.accept(new Failure(record, copy.topic(), error));
       }
     }));
@@ -144,7 +146,7 @@ final class Copies {
   /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
   void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, String remote, Header[] headers, Consumer<Failure> failures) {
-    int index = log.noteSent(record);
+    long index = log.noteSent(record);
     producer.send(copy(record, remote, headers), deliveries.track((metadata, error) -> {
       if (error == null) {
         log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());

@@ -27,7 +27,7 @@ class PartitionLogTest {
   void summaryCountsOnlyDeliveredRecordsInTheirRuns() {
     PartitionLog log = new PartitionLog("orders", 2, 100);
     for (long offset = 100; offset < 104; offset++) {
-      int index = log.noteSent(record(offset, 1_000 + offset));
+      long index = log.noteSent(record(offset, 1_000 + offset));
       if (offset == 102) {
         log.refusedAt(index);
       } else {
@@ -63,5 +63,89 @@ class PartitionLogTest {
     assertEquals(1L, row.get("latency_count"));
     assertEquals(0L, row.get("latency_min_ms"));
     assertEquals(0L, row.get("latency_sum_ms"));
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<long[]> runsOf(Map<String, Object> row) {
+    return (List<long[]>) row.get("runs");
+  }
+
+  @Test
+  void aReportCoversTheAcknowledgedHeadAndStopsAtTheFirstRecordInFlight() {
+    PartitionLog log = new PartitionLog("orders", 2, 100);
+    long[] index = new long[6];
+    for (int i = 0; i < 6; i++) {
+      index[i] = log.noteSent(record(100 + i, 1_000));
+    }
+    log.nextOffset = 108; // 106 and 107 were filtered
+    log.delivered(index[0], 10, 1_000, 1_200);
+    log.delivered(index[1], 11, 1_000, 1_300);
+    log.delivered(index[3], 13, 1_000, 1_300); // 102 is still in flight
+    Map<String, Object> first = log.report(2_000, Long.MAX_VALUE);
+    assertEquals(102L, first.get("next_offset"));
+    assertEquals(2L, first.get("records"));
+    assertEquals(101L, first.get("last_offset"));
+    assertEquals(1, runsOf(first).size());
+    assertArrayEquals(new long[] {100, 10, 2}, runsOf(first).get(0));
+
+    log.delivered(index[2], 12, 1_000, 1_400);
+    log.delivered(index[4], 14, 1_000, 1_400);
+    log.delivered(index[5], 15, 1_000, 1_400);
+    Map<String, Object> second = log.report(3_000, Long.MAX_VALUE);
+    assertEquals(108L, second.get("next_offset")); // everything seen is settled
+    assertEquals(6L, second.get("records"));
+    assertEquals(100L, second.get("first_offset"));
+    assertEquals(105L, second.get("last_offset"));
+    assertEquals(15L, second.get("last_target_offset"));
+    assertEquals(1, runsOf(second).size()); // the runs of both reports merged
+    assertArrayEquals(new long[] {100, 10, 6}, runsOf(second).get(0));
+    assertEquals(6L, second.get("latency_count"));
+
+    // The final summary is the same mapping: the settled records are not lost.
+    Map<String, Object> summary = log.summary(3_000);
+    assertEquals(6L, summary.get("records"));
+    assertArrayEquals(new long[] {100, 10, 6}, runsOf(summary).get(0));
+  }
+
+  @Test
+  void aReportStopsBeforeARefusalAndBelowTheLimit() {
+    PartitionLog log = new PartitionLog("orders", 2, 0);
+    long a = log.noteSent(record(0, 1_000));
+    long b = log.noteSent(record(1, 1_000));
+    long c = log.noteRouted(record(2, 1_000));
+    long d = log.noteSent(record(3, 1_000));
+    log.nextOffset = 4;
+    log.delivered(a, 50, 1_000, 1_100);
+    log.refusedAt(b); // dealt with when the task finishes
+    log.routedDelivered(c);
+    log.delivered(d, 51, 1_000, 1_100);
+    assertEquals(1L, log.report(2_000, Long.MAX_VALUE).get("next_offset"));
+
+    PartitionLog routed = new PartitionLog("orders", 2, 0);
+    long r = routed.noteRouted(record(0, 1_000));
+    long s = routed.noteSent(record(1, 1_000));
+    long t = routed.noteSent(record(2, 1_000));
+    routed.nextOffset = 3;
+    routed.routedDelivered(r);
+    routed.delivered(s, 7, 1_000, 1_100);
+    routed.delivered(t, 8, 1_000, 1_100);
+    Map<String, Object> row = routed.report(2_000, 2); // offset 2: refused before sending
+    assertEquals(2L, row.get("next_offset"));
+    assertEquals(1L, row.get("records")); // the routed record settles, without a run
+    assertArrayEquals(new long[] {1, 7, 1}, runsOf(row).get(0));
+    assertEquals(3L, routed.report(2_000, Long.MAX_VALUE).get("next_offset"));
+  }
+
+  @Test
+  void theOldestTimestampOfAReportCoversTheTimeSinceTheOneBefore() {
+    PartitionLog log = new PartitionLog("orders", 2, 0);
+    log.delivered(log.noteSent(record(0, 1_000)), 0, 1_000, 1_100);
+    assertEquals(1_000L, log.report(2_000, Long.MAX_VALUE).get("min_timestamp"));
+    log.delivered(log.noteSent(record(1, 1_900)), 1, 1_900, 1_950);
+    Map<String, Object> row = log.report(2_000, Long.MAX_VALUE);
+    assertEquals(1_900L, row.get("min_timestamp"));
+    assertEquals(100L, row.get("max_age_ms"));
+    assertEquals(50L, row.get("latency_max_ms"));
+    assertEquals(2L, row.get("latency_count"));
   }
 }

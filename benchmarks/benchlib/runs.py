@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchlib import client_check, contenders
+from benchlib.checkpoint_probe import CHECKPOINT_LINES
 from benchlib.common import SOURCE, TARGET, say
 from benchlib.contenders import Contender
 from benchlib.kafka_data import delete_topics
@@ -85,7 +86,7 @@ class Run:
                 self.topic,
                 self.name,
                 self.settings.tasks_max,
-                self.extra_lines,
+                self.extra_lines + (CHECKPOINT_LINES if self.workload.kind == "steady" else ()),
             )
         )
         return contenders.start(

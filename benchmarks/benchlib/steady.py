@@ -9,7 +9,8 @@ and the same figures for each AGE_WINDOW_S of it (a tail that only some windows
 have shows there, not in the whole window's p99).
 The consumer reads as the contender's guarantee is read: `read_committed` for
 exactly-once. The run ends once every produced record arrived (a lost record
-fails it).
+fails it). Alongside, a consumer group commits as it would keep up with the stream
+and the age of its checkpoints on the target is sampled (`checkpoint_probe`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 
-from benchlib.common import POLL_S, TARGET, BenchmarkError, percentile, say, wait_for
+from benchlib import checkpoint_probe
+from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, percentile, say, wait_for
 from benchlib.kafka_data import create_topic, paced_producer
 from benchlib.runs import MB, Run, common_numbers, per_gb, stop
 from benchlib.target import TopicReader
@@ -64,6 +66,21 @@ def measure_steady(run: Run) -> dict:
         target=paced_producer,
         args=(run.source.bootstrap_servers, run.topic, s.partitions, w.value_size, w.rate)
         + (go, halt, results),
+        daemon=True,
+    )
+    checkpoint_halt, checkpoints = spawn.Event(), spawn.Queue()
+    prober = spawn.Process(
+        target=checkpoint_probe.probe,
+        args=(
+            run.source.bootstrap_servers,
+            run.target.bootstrap_servers,
+            run.topic,
+            run.remote,
+            f"{SOURCE}.checkpoints.internal",
+            s.partitions,
+            checkpoint_halt,
+            checkpoints,
+        ),
         daemon=True,
     )
     watch = TopicReader(run.target.bootstrap_servers, run.remote, s.partitions, False)
@@ -125,6 +142,7 @@ def measure_steady(run: Run) -> dict:
         )
         startup = time.monotonic() - proc.started
         go.set()
+        prober.start()
         window_start = _now_ms() + int(s.warmup_seconds * 1000)
         window_end = window_start + int(s.latency_seconds * 1000)
         say(f"  replicating after {startup:.1f}s; steady load started")
@@ -153,8 +171,20 @@ def measure_steady(run: Run) -> dict:
             interval=0,
         )
         other_cores = run.load.cores_since(began)
+        checkpoint_halt.set()
+        try:
+            observed = checkpoints.get(timeout=60)
+        except queue.Empty:
+            raise BenchmarkError(
+                f"the checkpoint probe (pid {prober.pid}) reported nothing within 60s"
+            ) from None
     finally:
         halt.set()
+        checkpoint_halt.set()
+        if prober.pid is not None:
+            prober.join(30)
+            if prober.is_alive():
+                prober.kill()
         stopped = stop(run, proc)
         producer.join(30)
         if producer.is_alive():
@@ -184,6 +214,7 @@ def measure_steady(run: Run) -> dict:
         "age_p90_ms": percentile(ages, 90),
         "age_mean_ms": round(sum(ages) / len(ages), 1),
         "age_windows": windows,
+        "checkpoint_age": checkpoint_probe.checkpoint_age(observed, window_start, window_end),
         "cpu_cores": round(cpu / s.latency_seconds, 2),
         **common_numbers(proc, stopped, other_cores),
         "client_settings": run.client_settings(),
@@ -193,5 +224,11 @@ def measure_steady(run: Run) -> dict:
         f"max {result['age_max_ms']} ms over {len(ages):,} records; "
         f"{result['cpu_cores']} cores busy; p99 per {AGE_WINDOW_S}-s window: "
         f"{', '.join(str(w['age_p99_ms']) for w in windows)} ms"
+    )
+    ca = result["checkpoint_age"]
+    say(
+        f"  checkpoint age p50 {ca['age_p50_ms']} ms, p99 {ca['age_p99_ms']} ms, "
+        f"max {ca['age_max_ms']} ms ({ca['without_checkpoint']:,} of {ca['samples']:,} samples "
+        f"before any checkpoint; {ca['checkpoints']:,} checkpoints)"
     )
     return result

@@ -53,6 +53,16 @@ def age_windows(by_window: dict[int, list[int]]) -> list[dict]:
     return windows
 
 
+def _reported(results, child, what: str, timeout: float) -> dict:
+    """What the child process put on `results`; BenchmarkError if nothing came in time."""
+    try:
+        return results.get(timeout=timeout)
+    except queue.Empty:
+        raise BenchmarkError(
+            f"{what} (pid {child.pid}) reported nothing within {timeout:g}s"
+        ) from None
+
+
 def measure_steady(run: Run) -> dict:
     s, w, label = run.settings, run.workload, run.contender.label
     create_topic(run.source.bootstrap_servers, run.topic, s.partitions)
@@ -154,12 +164,7 @@ def measure_steady(run: Run) -> dict:
             proc.check()
         cpu_at_end = proc.sampler.cpu_seconds_now()
         halt.set()
-        try:
-            produced = results.get(timeout=120)
-        except queue.Empty:
-            raise BenchmarkError(
-                f"the load producer (pid {producer.pid}) reported nothing within 120s"
-            ) from None
+        produced = _reported(results, producer, "the load producer", 120)
         if produced["unacknowledged"] or produced["errors"]:
             raise BenchmarkError(f"the load producer failed: {produced}")
         wait_for(
@@ -172,12 +177,7 @@ def measure_steady(run: Run) -> dict:
         )
         other_cores = run.load.cores_since(began)
         checkpoint_halt.set()
-        try:
-            observed = checkpoints.get(timeout=60)
-        except queue.Empty:
-            raise BenchmarkError(
-                f"the checkpoint probe (pid {prober.pid}) reported nothing within 60s"
-            ) from None
+        observed = _reported(checkpoints, prober, "the checkpoint probe", 60)
     finally:
         halt.set()
         checkpoint_halt.set()

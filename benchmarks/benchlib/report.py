@@ -77,9 +77,9 @@ def tables_text(report: dict) -> str:
         about = WORKLOADS[name].description
         parts += [f"### {name}", "", about[0].upper() + about[1:] + ".", "", workload_table(result)]
         parts += ["", _conditions(result), ""]
-        windows = _age_windows(result)
-        if windows:
-            parts += [windows, ""]
+        for line in (_age_windows(result), _checkpoint_ages(result)):
+            if line:
+                parts += [line, ""]
     parts.append(
         f"In parentheses: the ratio to {CONTENDERS[BASELINE].label} in the same run "
         "(n/a: not measured for this workload)."
@@ -99,6 +99,30 @@ def _age_windows(result: dict) -> str | None:
     return (
         f"Record-age p99 in ms per {AGE_WINDOW_S}-s window of the measured part, in order: "
         f"{'; '.join(rows)}."
+    )
+
+
+def _checkpoint_ages(result: dict) -> str | None:
+    """The age of a caught-up group's checkpoints, where the workload has it."""
+    rows = []
+    for name, numbers in result["contenders"].items():
+        age = numbers.get("checkpoint_age")
+        if age is None:
+            continue
+        if age["age_p50_ms"] is None:
+            shown = f"no checkpoint in {age['samples']:,} samples"
+        else:
+            shown = (
+                f"p50 {age['age_p50_ms']:,}, p99 {age['age_p99_ms']:,}, max {age['age_max_ms']:,}"
+            )
+            if age["without_checkpoint"]:
+                shown += f" ({age['without_checkpoint']:,} of {age['samples']:,} before the first)"
+        rows.append(f"{CONTENDERS[name].column} {shown}")
+    if not rows:
+        return None
+    return (
+        "Checkpoint age in ms, sampled at each commit of a consumer group that keeps up "
+        f"with the stream (where it would resume after a failover): {'; '.join(rows)}."
     )
 
 

@@ -7,6 +7,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
@@ -41,8 +42,12 @@ final class AtLeastOnceWriter {
   private final WriteSpec spec;
   private final Copies copies;
   private final PartitionLogs logs = new PartitionLogs();
+  // Failures from delivery reports not taken yet ({@link #takeFailures}), and how many came.
   private final ConcurrentLinkedQueue<Copies.Failure> failed = new ConcurrentLinkedQueue<>();
+  private final AtomicInteger failures = new AtomicInteger();
   private final List<Refused> refused = new ArrayList<>();
+  private int dispatched; // refused.get(i) for i < dispatched went to count and dead-letter
+  private final ConcurrentLinkedQueue<String> deadLetterErrors = new ConcurrentLinkedQueue<>();
   private final Deliveries deliveries = new Deliveries();
   private final Consumer<Copies.Failure> onFailure = this::failed; // one per writer, not per record
   private volatile ProducerPool.Lease lease; // read by delivery reports
@@ -58,10 +63,13 @@ final class AtLeastOnceWriter {
   private static final class Refused {
     final SourceRecord record;
     final Refusal refusal;
+    final long index; // in its partition log; -1: refused before it was sent
+    volatile boolean handled; // counted, and acknowledged by the dead-letter topic if any
 
-    Refused(SourceRecord record, Refusal refusal) {
+    Refused(SourceRecord record, Refusal refusal, long index) {
       this.record = record;
       this.refusal = refusal;
+      this.index = index;
     }
   }
 
@@ -106,7 +114,7 @@ final class AtLeastOnceWriter {
     Refusal tooLarge = copies.oversized(record, headers, remote);
     if (tooLarge != null) {
       copies.refusedOrRaise(tooLarge);
-      refused.add(new Refused(record, tooLarge));
+      refused.add(new Refused(record, tooLarge, -1));
       return;
     }
     try {
@@ -133,7 +141,7 @@ final class AtLeastOnceWriter {
     }
     if (refusal != null) {
       copies.refusedOrRaise(refusal);
-      refused.add(new Refused(record, refusal));
+      refused.add(new Refused(record, refusal, -1));
       return;
     }
     try {
@@ -149,6 +157,7 @@ final class AtLeastOnceWriter {
    */
   private void failed(Copies.Failure failure) {
     failed.add(failure);
+    failures.incrementAndGet();
     if (tolerated(failure) || stoppedBy != null) {
       return; // a later failure adds nothing: the producer is closed already
     }
@@ -182,7 +191,7 @@ final class AtLeastOnceWriter {
     String own = first.describe();
     String closedBy = closedBy(own);
     return new DeliveryFailed("flow " + spec.flow + ": " + own
-        + (failed.size() > 1 ? " (and " + (failed.size() - 1) + " more)" : "")
+        + (failures.get() > 1 ? " (and " + (failures.get() - 1) + " more)" : "")
         + (closedBy != null ? "; " + closedBy : ""));
   }
 
@@ -195,18 +204,22 @@ final class AtLeastOnceWriter {
 
   /**
    * What the target has settled so far, one summary per source partition (see
-   * {@link PartitionLog#report}): a real-time task's report while it runs. A
-   * partition's report stops short of its first record refused before sending,
-   * which is dealt with (counted, dead-lettered) only when the task finishes.
-   * Null once a failure stopped the task: its end says more.
+   * {@link PartitionLog#report}): a real-time task's report while it runs. The
+   * records refused so far are counted and sent to the dead-letter topic first; a
+   * partition's report stops short of the first of them the dead-letter topic has
+   * not acknowledged yet. Null once a failure stopped the task: its end says more.
    */
   List<Map<String, Object>> report(long nowMs) {
     if (stoppedBy != null) {
       return null;
     }
+    takeFailures();
+    dispatchRefused();
     Map<PartitionLog, Long> unsettled = new HashMap<>();
     for (Refused r : refused) {
-      unsettled.merge(logs.of(r.record), r.record.offset, Math::min);
+      if (!r.handled && r.index < 0) { // a sent one waits in its log until handled
+        unsettled.merge(logs.of(r.record), r.record.offset, Math::min);
+      }
     }
     List<Map<String, Object>> out = new ArrayList<>();
     for (PartitionLog log : logs.all()) {
@@ -226,10 +239,10 @@ final class AtLeastOnceWriter {
       if (stop != null) {
         throw failure(stop);
       }
-      for (Copies.Failure f : failed) {
-        refused.add(new Refused(f.record, Refusal.of(f.record, f.topic, f.error)));
-      }
-      deadLetter();
+      takeFailures();
+      dispatchRefused();
+      deliveries.awaitAll();
+      copies.raiseDeadLetterError(deadLetterErrors);
     } catch (RuntimeException | Error e) {
       abort();
       throw e;
@@ -256,13 +269,25 @@ final class AtLeastOnceWriter {
     }
   }
 
-  /** Count the refused records and write them to the dead-letter topic, if there is one. */
-  private void deadLetter() {
-    ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
-    for (Refused f : refused) {
-      copies.refused(lease.producer(), deliveries, logs.of(f.record), f.record, f.refusal, errors);
+  /** The refusals delivery reports brought (all tolerated: nothing stopped the task). */
+  private void takeFailures() {
+    for (Copies.Failure f = failed.poll(); f != null; f = failed.poll()) {
+      refused.add(new Refused(f.record, Refusal.of(f.record, f.topic, f.error), f.index));
     }
-    deliveries.awaitAll();
-    copies.raiseDeadLetterError(errors);
+  }
+
+  /** Count the new refused records and send them to the dead-letter topic, if there is one. */
+  private void dispatchRefused() {
+    for (; dispatched < refused.size(); dispatched++) {
+      Refused f = refused.get(dispatched);
+      PartitionLog log = logs.of(f.record);
+      copies.refused(lease.producer(), deliveries, log, f.record, f.refusal, deadLetterErrors,
+          () -> {
+            if (f.index >= 0) {
+              log.handledAt(f.index);
+            }
+            f.handled = true;
+          });
+    }
   }
 }

@@ -93,11 +93,13 @@ final class Copies {
     final SourceRecord record;
     final String topic; // where it was sent
     final Exception error;
+    final long index; // the record's index in its partition log
 
-    Failure(SourceRecord record, String topic, Exception error) {
+    Failure(SourceRecord record, String topic, Exception error, long index) {
       this.record = record;
       this.topic = topic;
       this.error = error;
+      this.index = index;
     }
 
     /** What went wrong, in words: a refusal as such, anything else as a copy not written. */
@@ -127,7 +129,7 @@ final class Copies {
           log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
         } else {
           log.refusedAt(index);
-          failures.accept(new Failure(record, remote, error));
+          failures.accept(new Failure(record, remote, error, index));
         }
       }));
       return;
@@ -138,7 +140,7 @@ final class Copies {
         log.routedDelivered(routedIndex);
       } else {
         log.refusedAt(routedIndex);
-        failures.accept(new Failure(record, copy.topic(), error));
+        failures.accept(new Failure(record, copy.topic(), error, routedIndex));
       }
     }));
   }
@@ -152,7 +154,7 @@ final class Copies {
         log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
       } else {
         log.refusedAt(index);
-        failures.accept(new Failure(record, remote, error));
+        failures.accept(new Failure(record, remote, error, index));
       }
     }));
   }
@@ -168,8 +170,15 @@ final class Copies {
    */
   void refused(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, Refusal refusal, Queue<String> errors) {
+    refused(producer, deliveries, log, record, refusal, errors, () -> { });
+  }
+
+  /** The same, and {@code handled} runs once the record is dealt with for good. */
+  void refused(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
+      SourceRecord record, Refusal refusal, Queue<String> errors, Runnable handled) {
     log.refusals.add(refusal);
     if (spec.deadLetterTopic == null) {
+      handled.run();
       return;
     }
     ProducerRecord<byte[], byte[]> copy = new ProducerRecord<>(spec.deadLetterTopic, null,
@@ -179,6 +188,8 @@ final class Copies {
       if (error != null) {
         errors.add(record.topic + "[" + record.partition + "] offset " + record.offset + ": "
             + error.getMessage());
+      } else {
+        handled.run();
       }
     }));
     log.deadLettered++;

@@ -22,9 +22,11 @@ import java.util.Map;
 final class PartitionLog {
   /** How many refusals a summary describes in words (all are counted). */
   static final int REFUSALS_DESCRIBED = 3;
+  // Marks in place of a target offset; ROUTED and HANDLED (at most ROUTED) may settle.
   private static final long PENDING = -2L;
   private static final long REFUSED = -1L;
   private static final long ROUTED = -3L; // acknowledged, on another topic or partition
+  private static final long HANDLED = -4L; // refused, then counted and dead-lettered
 
   final String topic;
   final int partition;
@@ -114,6 +116,11 @@ final class PartitionLog {
     targetOffsets[(int) (index - base)] = REFUSED;
   }
 
+  /** The refused record noted at {@code index} is counted and dead-lettered: it may settle. */
+  synchronized void handledAt(long index) {
+    targetOffsets[(int) (index - base)] = HANDLED;
+  }
+
   /** The summary row the driver reads (`engine/batch_writer.PartitionResult`): the whole task. */
   synchronized Map<String, Object> summary(long nowMs) {
     long[][] delivered = deliveredOffsets();
@@ -141,7 +148,7 @@ final class PartitionLog {
   /** Fold the acknowledged head of the log, below {@code limit}, into the settled runs. */
   private void settle(long limit) {
     int n = 0;
-    while (n < sent && (targetOffsets[n] >= 0 || targetOffsets[n] == ROUTED)
+    while (n < sent && (targetOffsets[n] >= 0 || targetOffsets[n] <= ROUTED)
         && sourceOffsets[n] < limit) {
       n++;
     }

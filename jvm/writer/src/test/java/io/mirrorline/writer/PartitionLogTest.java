@@ -120,6 +120,11 @@ class PartitionLogTest {
     log.routedDelivered(c);
     log.delivered(d, 51, 1_000, 1_100);
     assertEquals(1L, log.report(2_000, Long.MAX_VALUE).get("next_offset"));
+    log.handledAt(b); // counted and dead-lettered
+    Map<String, Object> passed = log.report(2_000, Long.MAX_VALUE);
+    assertEquals(4L, passed.get("next_offset"));
+    assertEquals(2L, passed.get("records"));
+    assertEquals(2, runsOf(passed).size()); // the refused and the routed record are gaps
 
     PartitionLog routed = new PartitionLog("orders", 2, 0);
     long r = routed.noteRouted(record(0, 1_000));

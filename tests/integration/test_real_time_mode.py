@@ -115,11 +115,13 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
             what="offset syncs for the last record of every partition",
         )
         checkpoints = wait_until(
-            lambda: driver.check()
-            or (
-                len(found := checkpoints_of(west.bootstrap_servers, "east", group, remote))
-                == PARTITIONS
-                and found
+            lambda: (
+                driver.check()
+                or (
+                    len(found := checkpoints_of(west.bootstrap_servers, "east", group, remote))
+                    == PARTITIONS
+                    and found
+                )
             ),
             timeout=60,
             what=f"checkpoints of {group} for every partition",

@@ -35,7 +35,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -47,7 +46,7 @@ REPO = BENCH_DIR.parent
 # Run the Mirrorline of this checkout, with the test suite's harness.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from benchlib.common import SOURCE, TARGET, say, stop_on_sigterm  # noqa: E402
+from benchlib.common import SOURCE, TARGET, recorded_command, say, stop_on_sigterm  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.memory_log import MemoryLog  # noqa: E402
 
@@ -251,7 +250,7 @@ def save(document: dict, soak: bool) -> Path:
 
 def main(argv: list[str]) -> int:
     args = parse_options(argv)
-    command = shlex.join(["python", "benchmarks/chaos.py", *argv])
+    command = recorded_command("chaos.py", argv)
 
     stop_on_sigterm()
     began = time.monotonic()

@@ -23,7 +23,6 @@ import collections
 import datetime as dt
 import json
 import multiprocessing
-import shlex
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from benchlib.common import SOURCE, BenchmarkError, say  # noqa: E402
+from benchlib.common import SOURCE, BenchmarkError, recorded_command, say  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import (  # noqa: E402
     OffsetWatcher,
@@ -185,7 +184,7 @@ def _profile(pid: int, seconds: float, out: Path) -> list[dict]:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    command = shlex.join(["python", "benchmarks/driver_cpu.py", *argv])
+    command = recorded_command("driver_cpu.py", argv)
     work = Path(tempfile.mkdtemp(prefix="mirrorline-driver-cpu-"))
     say(f"work directory: {work}")
     results = []

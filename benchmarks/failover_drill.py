@@ -26,7 +26,6 @@ import argparse
 import datetime as dt
 import json
 import random
-import shlex
 import shutil
 import sys
 import tempfile
@@ -39,7 +38,15 @@ REPO = BENCH_DIR.parent
 # Drill the Mirrorline of this checkout, whatever else the environment has installed.
 sys.path.insert(0, str(REPO / "src"))
 
-from benchlib.common import SOURCE, TARGET, BenchmarkError, say, stop_on_sigterm, wait_for  # noqa: E402
+from benchlib.common import (  # noqa: E402
+    SOURCE,
+    TARGET,
+    BenchmarkError,
+    recorded_command,
+    say,
+    stop_on_sigterm,
+    wait_for,
+)
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import OffsetWatcher, clusters_running, create_topic  # noqa: E402
 from benchlib.replicators import (  # noqa: E402
@@ -621,7 +628,7 @@ def run(opts: Options, command: str) -> dict:
 
 def main(argv: list[str]) -> int:
     opts = parse_options(argv)
-    command = shlex.join(["python", "benchmarks/failover_drill.py", *argv])
+    command = recorded_command("failover_drill.py", argv)
 
     stop_on_sigterm()
     try:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 import shutil
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from benchlib.common import (
     TARGET,
     BenchmarkError,
     names_among,
+    recorded_command,
     say,
     stop_on_sigterm,
 )
@@ -261,7 +261,7 @@ def save(result: dict) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = parse_options(argv)
-    command = shlex.join(["python", "benchmarks/replication_benchmark.py", *argv])
+    command = recorded_command("replication_benchmark.py", argv)
 
     stop_on_sigterm()
     try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 import shutil
 import sys
 import tempfile
@@ -38,7 +37,7 @@ REPO = BENCH_DIR.parent
 # Measure the Mirrorline of this checkout; the cluster module lives with the tests.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, say  # noqa: E402
+from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, recorded_command, say  # noqa: E402
 from benchlib.cpu_cap import CpuCap, CpuCapError  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import (  # noqa: E402
@@ -173,7 +172,7 @@ def measure(
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    command = shlex.join(["python", "benchmarks/standalone_scaling.py", *argv])
+    command = recorded_command("standalone_scaling.py", argv)
     work = Path(tempfile.mkdtemp(prefix="mirrorline-scaling-"))
     say(f"work directory: {work}")
     failed = True

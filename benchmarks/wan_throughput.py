@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 import shutil
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from benchlib.common import (
     TARGET,
     BenchmarkError,
     names_among,
+    recorded_command,
     say,
     stop_on_sigterm,
 )
@@ -255,7 +255,7 @@ def summary_table(result: dict) -> str:
 
 def main(argv: list[str]) -> int:
     args = parse_options(argv)
-    command = shlex.join(["python", "benchmarks/wan_throughput.py", *argv])
+    command = recorded_command("wan_throughput.py", argv)
 
     stop_on_sigterm()
     try:

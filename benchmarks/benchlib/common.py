@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import signal
 import time
 from collections.abc import Callable, Iterable
@@ -19,6 +20,7 @@ __all__ = [
     "POLL_S",
     "BenchmarkError",
     "names_among",
+    "recorded_command",
     "say",
     "stop_on_sigterm",
     "wait_for",
@@ -45,6 +47,20 @@ def names_among(text: str, known: Iterable[str], what: str) -> list[str]:
             f"choose from {', '.join(choices)}"
         )
     return [n for n in choices if n in names]  # always in the same order
+
+
+def recorded_command(script: str, argv: Iterable[str]) -> str:
+    """The command line a result records: paths in the checkout relative to it, other
+    absolute paths by their last part, so that no result names this machine's folders."""
+
+    def portable(arg: str) -> str:
+        key, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        path = Path(value)
+        if path.is_absolute():
+            value = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
+        return key + eq + value
+
+    return shlex.join(["python", f"benchmarks/{script}", *(portable(a) for a in argv)])
 
 
 def stop_on_sigterm() -> None:

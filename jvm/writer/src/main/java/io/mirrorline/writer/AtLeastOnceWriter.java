@@ -2,7 +2,6 @@ package io.mirrorline.writer;
 
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -63,8 +62,7 @@ final class AtLeastOnceWriter {
   private static final class Refused {
     final SourceRecord record;
     final Refusal refusal;
-    final long index; // in its partition log; -1: refused before it was sent
-    volatile boolean handled; // counted, and acknowledged by the dead-letter topic if any
+    final long index; // in its partition log
 
     Refused(SourceRecord record, Refusal refusal, long index) {
       this.record = record;
@@ -114,7 +112,7 @@ final class AtLeastOnceWriter {
     Refusal tooLarge = copies.oversized(record, headers, remote);
     if (tooLarge != null) {
       copies.refusedOrRaise(tooLarge);
-      refused.add(new Refused(record, tooLarge, -1));
+      refused.add(new Refused(record, tooLarge, log.noteRefused(record)));
       return;
     }
     try {
@@ -141,7 +139,7 @@ final class AtLeastOnceWriter {
     }
     if (refusal != null) {
       copies.refusedOrRaise(refusal);
-      refused.add(new Refused(record, refusal, -1));
+      refused.add(new Refused(record, refusal, log.noteRefused(record)));
       return;
     }
     try {
@@ -215,15 +213,9 @@ final class AtLeastOnceWriter {
     }
     takeFailures();
     dispatchRefused();
-    Map<PartitionLog, Long> unsettled = new HashMap<>();
-    for (Refused r : refused) {
-      if (!r.handled && r.index < 0) { // a sent one waits in its log until handled
-        unsettled.merge(logs.of(r.record), r.record.offset, Math::min);
-      }
-    }
     List<Map<String, Object>> out = new ArrayList<>();
     for (PartitionLog log : logs.all()) {
-      out.add(log.report(nowMs, unsettled.getOrDefault(log, Long.MAX_VALUE)));
+      out.add(log.report(nowMs));
     }
     return out;
   }
@@ -282,12 +274,7 @@ final class AtLeastOnceWriter {
       Refused f = refused.get(dispatched);
       PartitionLog log = logs.of(f.record);
       copies.refused(lease.producer(), deliveries, log, f.record, f.refusal, deadLetterErrors,
-          () -> {
-            if (f.index >= 0) {
-              log.handledAt(f.index);
-            }
-            f.handled = true;
-          });
+          () -> log.handledAt(f.index));
     }
   }
 }

@@ -76,6 +76,13 @@ final class PartitionLog {
     return note(record.offset);
   }
 
+  /** Note a record refused before it was sent (too large, a transform failed on it). */
+  synchronized long noteRefused(SourceRecord record) {
+    long index = note(record.offset);
+    targetOffsets[sent - 1] = REFUSED;
+    return index;
+  }
+
   /** Note a record sent to another topic or partition than its copy's (a transform routed it). */
   synchronized long noteRouted(SourceRecord record) {
     return note(record.offset);
@@ -130,14 +137,13 @@ final class PartitionLog {
 
   /**
    * The summary of the settled records, for a report while the task runs: its next
-   * offset is that of the first record not settled (or {@code limit}, a record the
-   * task has not dealt with yet, if lower). Counters cover the whole task so far;
-   * the oldest timestamp and the latency extremes cover the time since the last
-   * report, and start again.
+   * offset is that of the first record not settled. Counters cover the whole task
+   * so far; the oldest timestamp and the latency extremes cover the time since the
+   * last report, and start again.
    */
-  synchronized Map<String, Object> report(long nowMs, long limit) {
-    settle(limit);
-    long next = Math.min(sent > 0 ? sourceOffsets[0] : nextOffset, limit);
+  synchronized Map<String, Object> report(long nowMs) {
+    settle();
+    long next = sent > 0 ? sourceOffsets[0] : nextOffset;
     Map<String, Object> row = row(nowMs, next, new ArrayList<>(settled), 0, null, null);
     minTimestamp = Long.MAX_VALUE;
     latencyMin = Long.MAX_VALUE;
@@ -145,11 +151,10 @@ final class PartitionLog {
     return row;
   }
 
-  /** Fold the acknowledged head of the log, below {@code limit}, into the settled runs. */
-  private void settle(long limit) {
+  /** Fold the acknowledged (or handled) head of the log into the settled runs. */
+  private void settle() {
     int n = 0;
-    while (n < sent && (targetOffsets[n] >= 0 || targetOffsets[n] <= ROUTED)
-        && sourceOffsets[n] < limit) {
+    while (n < sent && (targetOffsets[n] >= 0 || targetOffsets[n] <= ROUTED)) {
       n++;
     }
     if (n == 0) {

@@ -81,7 +81,7 @@ class PartitionLogTest {
     log.delivered(index[0], 10, 1_000, 1_200);
     log.delivered(index[1], 11, 1_000, 1_300);
     log.delivered(index[3], 13, 1_000, 1_300); // 102 is still in flight
-    Map<String, Object> first = log.report(2_000, Long.MAX_VALUE);
+    Map<String, Object> first = log.report(2_000);
     assertEquals(102L, first.get("next_offset"));
     assertEquals(2L, first.get("records"));
     assertEquals(101L, first.get("last_offset"));
@@ -91,7 +91,7 @@ class PartitionLogTest {
     log.delivered(index[2], 12, 1_000, 1_400);
     log.delivered(index[4], 14, 1_000, 1_400);
     log.delivered(index[5], 15, 1_000, 1_400);
-    Map<String, Object> second = log.report(3_000, Long.MAX_VALUE);
+    Map<String, Object> second = log.report(3_000);
     assertEquals(108L, second.get("next_offset")); // everything seen is settled
     assertEquals(6L, second.get("records"));
     assertEquals(100L, second.get("first_offset"));
@@ -108,7 +108,7 @@ class PartitionLogTest {
   }
 
   @Test
-  void aReportStopsBeforeARefusalAndBelowTheLimit() {
+  void aReportStopsBeforeARefusalUntilItIsHandled() {
     PartitionLog log = new PartitionLog("orders", 2, 0);
     long a = log.noteSent(record(0, 1_000));
     long b = log.noteSent(record(1, 1_000));
@@ -119,9 +119,9 @@ class PartitionLogTest {
     log.refusedAt(b); // dealt with when the task finishes
     log.routedDelivered(c);
     log.delivered(d, 51, 1_000, 1_100);
-    assertEquals(1L, log.report(2_000, Long.MAX_VALUE).get("next_offset"));
+    assertEquals(1L, log.report(2_000).get("next_offset"));
     log.handledAt(b); // counted and dead-lettered
-    Map<String, Object> passed = log.report(2_000, Long.MAX_VALUE);
+    Map<String, Object> passed = log.report(2_000);
     assertEquals(4L, passed.get("next_offset"));
     assertEquals(2L, passed.get("records"));
     assertEquals(2, runsOf(passed).size()); // the refused and the routed record are gaps
@@ -129,25 +129,25 @@ class PartitionLogTest {
     PartitionLog routed = new PartitionLog("orders", 2, 0);
     long r = routed.noteRouted(record(0, 1_000));
     long s = routed.noteSent(record(1, 1_000));
-    long t = routed.noteSent(record(2, 1_000));
+    long t = routed.noteRefused(record(2, 1_000)); // refused before sending
     routed.nextOffset = 3;
     routed.routedDelivered(r);
     routed.delivered(s, 7, 1_000, 1_100);
-    routed.delivered(t, 8, 1_000, 1_100);
-    Map<String, Object> row = routed.report(2_000, 2); // offset 2: refused before sending
+    Map<String, Object> row = routed.report(2_000);
     assertEquals(2L, row.get("next_offset"));
     assertEquals(1L, row.get("records")); // the routed record settles, without a run
     assertArrayEquals(new long[] {1, 7, 1}, runsOf(row).get(0));
-    assertEquals(3L, routed.report(2_000, Long.MAX_VALUE).get("next_offset"));
+    routed.handledAt(t);
+    assertEquals(3L, routed.report(2_000).get("next_offset"));
   }
 
   @Test
   void theOldestTimestampOfAReportCoversTheTimeSinceTheOneBefore() {
     PartitionLog log = new PartitionLog("orders", 2, 0);
     log.delivered(log.noteSent(record(0, 1_000)), 0, 1_000, 1_100);
-    assertEquals(1_000L, log.report(2_000, Long.MAX_VALUE).get("min_timestamp"));
+    assertEquals(1_000L, log.report(2_000).get("min_timestamp"));
     log.delivered(log.noteSent(record(1, 1_900)), 1, 1_900, 1_950);
-    Map<String, Object> row = log.report(2_000, Long.MAX_VALUE);
+    Map<String, Object> row = log.report(2_000);
     assertEquals(1_900L, row.get("min_timestamp"));
     assertEquals(100L, row.get("max_age_ms"));
     assertEquals(50L, row.get("latency_max_ms"));

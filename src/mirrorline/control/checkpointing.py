@@ -18,7 +18,10 @@ Two kinds of source topics are checkpointed:
   checkpointed under the topic's name on A (`orders`), as MM2 names them.
 
 An offset that cannot be translated exactly (not replicated yet, older than the
-kept runs) gets no checkpoint this time; the previous one stays.
+kept runs) gets no checkpoint this time; the previous one stays. A group that
+keeps up with the stream is always a little ahead of the flow's saved progress:
+its partitions get the newest earlier commit the progress has reached
+(`control.ahead_commits`), so their checkpoints trail by seconds.
 
 With `sync.group.offsets.enabled`, every `sync.group.offsets.interval.seconds`
 the checkpointed offsets are also committed to the same groups on the target,
@@ -42,6 +45,7 @@ from confluent_kafka import KafkaException
 
 from mirrorline.checkpoints import CheckpointKey, read_checkpoints
 from mirrorline.config.model import FlowConfig
+from mirrorline.control.ahead_commits import AheadCommits
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.timestamp_translation import TimestampTranslator
 from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
@@ -117,6 +121,7 @@ class Checkpointer:
         self._untranslated: list[str] = []
         self._translated_by_timestamp: tuple[str, ...] = ()
         self._timestamps = TimestampTranslator(context)
+        self._ahead = AheadCommits()
         self._synced = 0
         self._skipped_active = 0
         self._held_back = 0
@@ -161,6 +166,7 @@ class Checkpointer:
         if groups != self._groups:
             log.info("flow %s checkpoints %d consumer groups", self.flow.name, len(groups))
         self._groups = groups
+        self._ahead.keep_groups(groups)
         return groups
 
     def emit(
@@ -189,8 +195,8 @@ class Checkpointer:
             for (topic, partition), committed in sorted(offsets.items()):
                 if topic in replicated:
                     name = self.flow.remote_topic(topic)
-                    translation = store.translate(
-                        (topic, partition), committed.offset, read_until.get((topic, partition))
+                    committed, translation = self._translate(
+                        store, group, (topic, partition), committed, read_until
                     )
                 elif self._came_from_target(topic):
                     if reverse is None:
@@ -238,6 +244,29 @@ class Checkpointer:
         self._untranslated = untranslated
         self._translated_by_timestamp = tuple(sorted(by_timestamp))
         return len(changed)
+
+    def _translate(
+        self,
+        store: TranslationStore,
+        group: str,
+        partition: SourcePartition,
+        committed: OffsetAndMetadata,
+        read_until: Mapping[SourcePartition, int],
+    ) -> tuple[OffsetAndMetadata, Translation]:
+        """The commit to checkpoint for a replicated partition and its translation: the
+        group's current one, or while that is ahead of the progress, the newest earlier
+        one the progress has reached (`control.ahead_commits`)."""
+        until = read_until.get(partition)
+        translation = store.translate(partition, committed.offset, until)
+        key = (group, *partition)
+        if translation.offset is not None or until is None or committed.offset <= until:
+            self._ahead.forget(key)
+            return committed, translation
+        self._ahead.note(key, committed)
+        earlier = self._ahead.reached(key, until)
+        if earlier is None:
+            return committed, translation
+        return earlier, store.translate(partition, earlier.offset, until)
 
     def sync_group_offsets(self) -> int:
         """Commit the checkpointed offsets to idle target groups; the partitions moved."""

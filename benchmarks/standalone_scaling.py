@@ -82,6 +82,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="cap each worker and its executors at this many cores (cgroup v1 cpu "
         "controller), so the machine never saturates; brokers and driver stay uncapped",
     )
+    parser.add_argument(
+        "--max-poll-records",
+        type=int,
+        default=None,
+        help="Mirrorline's records per partition and micro-batch (default: its own, 20000); "
+        "fewer, larger batches pay the fixed cost of a batch fewer times",
+    )
     parser.add_argument("--worker-memory", default="1g")
     parser.add_argument("--timeout", type=float, default=900, help="per layout, seconds")
     parser.add_argument("--no-save", action="store_true", help="print only")
@@ -110,6 +117,9 @@ def measure(
         config = write_replication_config(
             work / f"{name}.properties", clusters, topic, args.partitions
         )
+        if args.max_poll_records is not None:
+            with config.open("a") as lines:
+                lines.write(f"max.poll.records = {args.max_poll_records}\n")
         command, env = mirrorline_command(config, work / f"driver-{name}")
         command += ["--master", cluster.master_url]
         proc = SampledProcess("Mirrorline", command, env, work / f"driver-{name}.log", work)
@@ -205,6 +215,8 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(work, ignore_errors=True)
     base = results[0]["records_per_s"]
     capped = f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
+    if args.max_poll_records is not None:
+        capped += f", max.poll.records {args.max_poll_records}"
     print(
         f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions{capped}"
     )
@@ -234,6 +246,7 @@ def main(argv: list[str]) -> int:
                 "worker_memory": args.worker_memory,
                 "repeats": args.repeats,
                 "cpu_cap_cores_per_worker": args.cpu_cap,
+                "max_poll_records": args.max_poll_records or "Mirrorline's default",
             },
             **environment(),
             "results": results,

@@ -6,30 +6,19 @@ how far the flow's saved progress reaches (`read_until`), as the driver does.
 
 from __future__ import annotations
 
-import uuid
-
-from mirrorline.config import parse_config
 from mirrorline.control.checkpointing import Checkpointer
 from mirrorline.control.translation import Run, TranslationStore
 from mirrorline.flow_context import FlowContext
 from support.kafka_io import checkpoints_of, commit_offsets, create_topic, unique_name
+from support.own_flow import own_flow
 
 
 def test_a_group_ahead_of_the_progress_gets_its_newest_commit_the_progress_reached(
     two_clusters,
 ):
     east, west = two_clusters
-    suffix = uuid.uuid4().hex[:6]
-    src, dst = f"src{suffix}", f"dst{suffix}"
-    config = parse_config(
-        f"clusters = {src}, {dst}\n"
-        f"{src}.bootstrap.servers = {east.bootstrap_servers}\n"
-        f"{dst}.bootstrap.servers = {west.bootstrap_servers}\n"
-        "replication.factor = 1\n"
-        "checkpoints.topic.replication.factor = 1\n"
-        f"{src}->{dst}.enabled = true\n"
-    )
-    flow = config.flow(src, dst)
+    _, flow = own_flow(east, west)
+    src = flow.source
     topic, group = unique_name("orders"), unique_name("keeps-up")
     create_topic(east.bootstrap_servers, topic, partitions=1)
     remote = flow.remote_topic(topic)

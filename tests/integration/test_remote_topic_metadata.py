@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 
 from mirrorline import client
-from mirrorline.config import parse_config
 from mirrorline.control.remote_topics import (
     METADATA_TOPIC,
     RemoteTopicPublisher,
@@ -18,24 +17,12 @@ from mirrorline.control.remote_topics import (
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import read_to_end
 from support.kafka_io import admin, create_topic, delete_topics, topic_names
-
-
-def _flow(east, west, extra: str = ""):
-    suffix = uuid.uuid4().hex[:6]
-    src, dst = f"src{suffix}", f"dst{suffix}"
-    config = parse_config(
-        f"clusters = {src}, {dst}\n"
-        f"{src}.bootstrap.servers = {east.bootstrap_servers}\n"
-        f"{dst}.bootstrap.servers = {west.bootstrap_servers}\n"
-        "replication.factor = 1\n"
-        f"{src}->{dst}.enabled = true\n" + extra
-    )
-    return config, config.flow(src, dst)
+from support.own_flow import own_flow
 
 
 def test_publishes_changes_only_and_removes_topics_no_longer_replicated(two_clusters):
     east, west = two_clusters
-    _, flow = _flow(east, west)
+    _, flow = own_flow(east, west)
     settings = {"bootstrap.servers": west.bootstrap_servers}
     src = flow.source
 
@@ -76,7 +63,7 @@ def test_publishes_changes_only_and_removes_topics_no_longer_replicated(two_clus
 
 def test_remote_topics_of_an_identity_flow_are_found_through_the_metadata(two_clusters):
     east, west = two_clusters
-    config, flow = _flow(east, west, "replication.policy.class = IdentityReplicationPolicy\n")
+    config, flow = own_flow(east, west, "replication.policy.class = IdentityReplicationPolicy\n")
     settings = {"bootstrap.servers": west.bootstrap_servers}
     kept, missing = f"orders-{uuid.uuid4().hex[:6]}", f"gone-{uuid.uuid4().hex[:6]}"
     create_topic(west.bootstrap_servers, kept)  # the identity-named copy on the target

@@ -7,6 +7,7 @@ interrupted run leaves no JVM behind.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -43,6 +44,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _mirrorline_log_level():
+    """Give the next test the `mirrorline` logger's level as this one found it: commands
+    run in-process (`failover` quiets it to errors) must not hide later tests' logs."""
+    logger = logging.getLogger("mirrorline")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture(scope="session")

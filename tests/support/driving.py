@@ -36,6 +36,12 @@ def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -
     return path
 
 
+def data_topics(status) -> tuple[str, ...]:
+    """The topics a flow's status lists, without a `heartbeats` topic: one that another
+    test left on the shared source is replicated whatever the flow's filter says."""
+    return tuple(t for t in status.topics if t != "heartbeats")
+
+
 @contextmanager
 def running_driver(
     config_file: Path, spark, work_dir: Path, clusters: Iterable[str] | None = None

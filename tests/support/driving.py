@@ -10,6 +10,7 @@ from pathlib import Path
 from mirrorline.config import load_config
 from mirrorline.control.heartbeats import heartbeat_flows_for
 from mirrorline.driver import Driver, select_flows
+from mirrorline.policy import DefaultReplicationPolicy
 
 
 def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -> Path:
@@ -37,9 +38,10 @@ def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -
 
 
 def data_topics(status) -> tuple[str, ...]:
-    """The topics a flow's status lists, without a `heartbeats` topic: one that another
+    """The topics a flow's status lists, without heartbeats topics: one that another
     test left on the shared source is replicated whatever the flow's filter says."""
-    return tuple(t for t in status.topics if t != "heartbeats")
+    policy = DefaultReplicationPolicy()
+    return tuple(t for t in status.topics if not policy.is_heartbeats_topic(t))
 
 
 @contextmanager

@@ -257,16 +257,13 @@ class Checkpointer:
         group's current one, or while that is ahead of the progress, the newest earlier
         one the progress has reached (`control.ahead_commits`)."""
         until = read_until.get(partition)
-        translation = store.translate(partition, committed.offset, until)
         key = (group, *partition)
-        if translation.offset is not None or until is None or committed.offset <= until:
+        if until is None or committed.offset <= until:
             self._ahead.forget(key)
-            return committed, translation
-        self._ahead.note(key, committed)
-        earlier = self._ahead.reached(key, until)
-        if earlier is None:
-            return committed, translation
-        return earlier, store.translate(partition, earlier.offset, until)
+        else:
+            self._ahead.note(key, committed)
+            committed = self._ahead.reached(key, until) or committed
+        return committed, store.translate(partition, committed.offset, until)
 
     def sync_group_offsets(self) -> int:
         """Commit the checkpointed offsets to idle target groups; the partitions moved."""

@@ -79,7 +79,7 @@ final class PartitionLog {
   /** Note a record refused before it was sent (too large, a transform failed on it). */
   synchronized long noteRefused(SourceRecord record) {
     long index = note(record.offset);
-    targetOffsets[sent - 1] = REFUSED;
+    refusedAt(index);
     return index;
   }
 

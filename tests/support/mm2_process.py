@@ -10,6 +10,9 @@ from pathlib import Path
 from mirrorline import jvm
 
 MM2_MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
+#: Without a configuration of its own, Log4j 2 writes nothing but errors: MM2's log would
+#: not show what it did when a test fails.
+LOG_CONFIG = Path(__file__).with_name("mm2-log4j2.properties")
 
 #: Lines an MM2 file needs on single-broker clusters (its Connect topics have one replica).
 SINGLE_BROKER_LINES = (
@@ -28,6 +31,7 @@ class Mm2Process:
             [
                 jvm.java_executable(),
                 "-Xmx512m",
+                f"-Dlog4j2.configurationFile={LOG_CONFIG}",
                 "-cp",
                 jvm.classpath("mirrormaker"),
                 MM2_MAIN,

@@ -257,8 +257,9 @@ def preview(
         more = len(committed) - 8
         where = f"at {shown}{f' and {more} more' if more > 0 else ''} or after"
         how = f"past its committed offsets in {topic}, where its copy on {flow.target} really ends"
-    elif found == {} and not any(flow.should_replicate_topic(t) for t, _ in progress):
-        # MM2 started, and was stopped before its first commit
+    elif found == {} and not any(flow.topic_filter.matches(t) for t, _ in progress):
+        # MM2 started, and was stopped before its first commit; Mirrorline never copied a
+        # topic the flow selects (a heartbeats topic it copied says nothing about them)
         where = "where its offset syncs show its copy ends"
         how = f"it committed no offsets in {topic}"
     else:

@@ -124,16 +124,22 @@ def measure(
         command += ["--master", cluster.master_url]
         proc = SampledProcess("Mirrorline", command, env, work / f"driver-{name}.log", work)
         began = load.mark()
-        first = done = None
+        first = half = done = None
+        executors_at_first: dict[str, float] = {}
+        executors_at_done: dict[str, float] = {}
         try:
             while done is None:
                 now = time.monotonic()
                 total = sum(target.end_offsets(remote).values())
                 if first is None and total > 0:
                     first, first_mark = now, load.mark()
+                    executors_at_first = executors_cpu_now(executor_side)
                     say(f"  first records on {TARGET} after {now - proc.started:.1f}s")
+                if half is None and total >= args.records / 2:
+                    half = now
                 if total >= args.records:
                     done, done_mark = now, load.mark()
+                    executors_at_done = executors_cpu_now(executor_side)
                 proc.check()
                 if now - proc.started > args.timeout:
                     raise BenchmarkError(
@@ -155,6 +161,10 @@ def measure(
     # Everything the machine did while records moved (brokers and driver included): a
     # value near the core count means more executor cores had no CPU left to use.
     busy = (done_mark[1] - first_mark[1]) / max(done_mark[0] - first_mark[0], POLL_S)
+    in_transfer = {
+        kind: round(seconds - executors_at_first.get(kind, 0.0), 1)
+        for kind, seconds in sorted(executors_at_done.items())
+    }
     result = {
         "layout": name,
         "workers": workers,
@@ -163,8 +173,16 @@ def measure(
         "startup_s": round(first - proc.started, 2),
         "transfer_s": round(transfer, 2),
         "records_per_s": round(args.records / transfer, 1),
+        # The second half of the records alone: executors warmed up (JIT compiled).
+        "records_per_s_second_half": round(
+            (args.records - args.records // 2) / max(done - half, POLL_S), 1
+        ),
         "cpu_s_driver": round(driver_cpu, 1),
         "cpu_s_workers_and_executors": round(executors_cpu, 1),
+        # From the first copied record to the last, by what the threads do (JIT
+        # compilers, garbage collector, tasks, ...); start-up is left out.
+        "cpu_s_executors_in_transfer": round(sum(in_transfer.values()), 1),
+        "executor_threads_cpu_s_in_transfer": in_transfer,
         "machine_busy_cores_in_transfer": round(busy, 2),
         "other_cpu_cores": other,
         "graceful_stop": stopped.graceful,
@@ -172,12 +190,24 @@ def measure(
         "cap_throttled": throttled,
     }
     say(
-        f"  {name}: {result['records_per_s']:,.0f} records/s (transfer {result['transfer_s']}s, "
+        f"  {name}: {result['records_per_s']:,.0f} records/s, second half "
+        f"{result['records_per_s_second_half']:,.0f} (transfer {result['transfer_s']}s, "
         f"startup {result['startup_s']}s; CPU s: driver {result['cpu_s_driver']}, "
-        f"workers+executors {result['cpu_s_workers_and_executors']}; machine busy "
+        f"workers+executors {result['cpu_s_workers_and_executors']}, in transfer "
+        f"{result['cpu_s_executors_in_transfer']} {in_transfer}; machine busy "
         f"{result['machine_busy_cores_in_transfer']} cores in transfer)"
     )
     return result
+
+
+def executors_cpu_now(samplers: list[TreeSampler]) -> dict[str, float]:
+    """CPU seconds so far of every thread in the workers' trees, summed by thread kind."""
+    total: dict[str, float] = {}
+    for sampler in samplers:
+        sampler.sample()
+        for kind, seconds in sampler.thread_cpu_seconds().items():
+            total[kind] = total.get(kind, 0.0) + seconds
+    return total
 
 
 def main(argv: list[str]) -> int:
@@ -214,6 +244,7 @@ def main(argv: list[str]) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     base = results[0]["records_per_s"]
+    base_half = results[0]["records_per_s_second_half"]
     capped = f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
     if args.max_poll_records is not None:
         capped += f", max.poll.records {args.max_poll_records}"
@@ -221,15 +252,19 @@ def main(argv: list[str]) -> int:
         f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions{capped}"
     )
     print(
-        "| layout | executor cores | records/s | vs first | transfer s | startup s "
-        "| CPU s driver | CPU s workers | machine busy in transfer (cores) | other load (cores) |"
+        "| layout | executor cores | records/s | vs first | second half records/s | vs first "
+        "| transfer s | startup s | CPU s driver | CPU s workers | of it in transfer "
+        "| machine busy in transfer (cores) | other load (cores) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
+        half = r["records_per_s_second_half"]
         print(
             f"| {r['layout']} | {r['executor_cores']} | {r['records_per_s']:,.0f} | "
-            f"{r['records_per_s'] / base:.2f}x | {r['transfer_s']} | {r['startup_s']} | "
+            f"{r['records_per_s'] / base:.2f}x | {half:,.0f} | {half / base_half:.2f}x | "
+            f"{r['transfer_s']} | {r['startup_s']} | "
             f"{r['cpu_s_driver']} | {r['cpu_s_workers_and_executors']} | "
+            f"{r['cpu_s_executors_in_transfer']} | "
             f"{r['machine_busy_cores_in_transfer']} | {r['other_cpu_cores']} |"
         )
     if not args.no_save:

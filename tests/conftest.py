@@ -15,6 +15,8 @@ import pytest
 
 from mirrorline.devbroker import JVM_ENV
 from mirrorline.devcluster import DevCluster, DevClusters
+from mirrorline.policy import DefaultReplicationPolicy
+from support.kafka_io import delete_topics, topic_names
 
 # The suite starts and restarts dozens of nodes on two cores; what it tests does not
 # depend on the brokers' peak throughput (benchmarks use the standard JVM).
@@ -40,6 +42,9 @@ class ClusterPool:
         return [by_alias[a] for a in ALIASES[:count]]
 
 
+POOL = pytest.StashKey["ClusterPool"]()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath):
@@ -57,10 +62,31 @@ def _mirrorline_log_level():
 
 
 @pytest.fixture(scope="session")
-def cluster_pool(tmp_path_factory: pytest.TempPathFactory):
+def cluster_pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     pool = ClusterPool(tmp_path_factory.mktemp("clusters"))
+    request.config.stash[POOL] = pool
     yield pool
     pool.dev.down()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_heartbeats_left_on_shared_clusters(request: pytest.FixtureRequest):
+    """Leave the session's clusters without heartbeats topics when a test module ends.
+
+    Every flow replicates a source's heartbeats topics whatever its topic filter says,
+    so one that a module leaves behind (MM2 emits them, some tests write them) would
+    change what every later module's flows copy. Torn down after the module's own
+    fixtures, so nothing of the module still emits.
+    """
+    yield
+    pool = request.config.stash.get(POOL, None)
+    items = [i for i in request.session.items if getattr(i, "module", None) is request.module]
+    if pool is None or not any("cluster_pool" in i.fixturenames for i in items):
+        return
+    policy = DefaultReplicationPolicy()
+    for cluster in pool.dev.clusters():
+        bootstrap = cluster.bootstrap_servers
+        delete_topics(bootstrap, filter(policy.is_heartbeats_topic, topic_names(bootstrap)))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import shutil
 from typer.testing import CliRunner
 
 from mirrorline.cli.main import app
-from support.driving import data_topics, running_driver, write_config
+from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     by_partition,
@@ -54,7 +54,7 @@ def test_replicates_identically_and_resumes_after_restart_and_lost_checkpoints(
     with running_driver(config, spark, tmp_path / "work") as driver:
         _wait_for_count(west.bootstrap_servers, remote, 100_000)
         status = driver.statuses()[0]
-        assert status.state == "running" and data_topics(status) == (topic,)
+        assert status.state == "running" and status.topics == (topic,)
 
     # Same partition, key, value (nulls kept), headers and timestamp, in order.
     copied = consume(west.bootstrap_servers, remote, expected=100_000, timeout=120)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from mirrorline.cli.main import app
 from support.control import reset_control
-from support.driving import data_topics, running_driver, write_config
+from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     checkpoints_of,
@@ -103,7 +103,7 @@ def test_topics_added_and_removed_at_run_time(two_clusters, spark, tmp_path):
 
         _mirrorline("topics", *_flow(config), "--remove", extra)
         wait_until(
-            lambda: data_topics(driver.statuses()[0]) == (base,), timeout=30, what="extra left out"
+            lambda: driver.statuses()[0].topics == (base,), timeout=30, what="extra left out"
         )
         produce(east.bootstrap_servers, extra, _records(f"{extra}-late", 10))
         assert_stays(

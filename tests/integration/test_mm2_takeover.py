@@ -22,6 +22,7 @@ from mirrorline.config import load_config
 from mirrorline.kafka import ClusterClients, KafkaOperationError
 from mirrorline.operations.positions import saved_progress
 from mirrorline.predecessor import mm2_state
+from mirrorline.predecessor.handover import preview
 from support.control import reset_control
 from support.driver_process import run_mirrorline
 from support.driving import running_driver, write_config
@@ -123,7 +124,7 @@ def _config(
 
 def _mm2_committed(west, topic: str) -> dict:
     """MM2's committed offsets for the test's topic (none while its offsets topic is not
-    ready); MM2 also copies, and commits, a heartbeats topic an earlier test left on east."""
+    ready); MM2 also copies, and commits, any heartbeats topic east has."""
     try:
         found = mm2_state.committed_offsets(
             {"bootstrap.servers": west.bootstrap_servers}, f"{topic}.offsets", "east"
@@ -339,3 +340,24 @@ def test_a_killed_mm2_is_taken_over(two_clusters, spark, tmp_path, caplog, mode,
     finally:
         if mm2.running():
             mm2.kill()
+
+
+def test_the_preview_of_a_takeover_ignores_copied_heartbeats(two_clusters, tmp_path):
+    """MM2 was stopped before its first commit (its offsets topic is empty): the first
+    start takes over where MM2's offset syncs end, also when Mirrorline saved progress
+    for a heartbeats topic only (copied whatever the topic filter says), and not once
+    Mirrorline saved progress for a topic the flow selects."""
+    east, west = two_clusters
+    topic, offsets = unique_name("preview"), unique_name("mm2-offsets")
+    create_topic(west.bootstrap_servers, offsets)  # MM2 makes it when it starts
+    config = write_config(
+        tmp_path / "mm2.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n"
+        f"offset.storage.topic = {offsets}\n",
+    )
+    flow, target = load_config(config).flow("east", "west"), cluster_clients(west)
+    takes_over = "takes over from MirrorMaker 2 where its offset syncs show its copy ends"
+    assert takes_over in (preview(flow, target, {}, 15) or "")
+    assert takes_over in (preview(flow, target, {("heartbeats", 0): 3}, 15) or "")
+    assert preview(flow, target, {(topic, 0): 3}, 15) is None

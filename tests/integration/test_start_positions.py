@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from support.driving import data_topics, running_driver, write_config
+from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     consume,
@@ -35,7 +35,7 @@ def _running_from(two_clusters, spark, tmp_path, topic: str, position: str):
     )
     with running_driver(config, spark, tmp_path / "w") as driver:
         wait_until(
-            lambda: data_topics(driver.statuses()[0]) == (topic,),
+            lambda: driver.statuses()[0].topics == (topic,),
             timeout=60,
             what="the query to start",
         )

@@ -10,7 +10,7 @@ from confluent_kafka.admin import (
 )
 
 from mirrorline.admin_client import AdminClient
-from support.driving import data_topics, running_driver, write_config
+from support.driving import running_driver, write_config
 from support.kafka_io import Record, create_topic, end_offsets, produce, topic_names, unique_name
 from support.wait import wait_until
 
@@ -48,7 +48,7 @@ def test_new_topics_partitions_and_configs_follow_the_source(two_clusters, spark
 
     with running_driver(config, spark, tmp_path / "work") as driver:
         wait_until(
-            lambda: data_topics(driver.statuses()[0]) == (early,),
+            lambda: driver.statuses()[0].topics == (early,),
             timeout=60,
             what="the first topic",
         )
@@ -143,6 +143,6 @@ def test_a_topic_that_cannot_be_created_is_reported_and_others_flow(two_clusters
             what="a problem in the flow status",
         )
     assert status.state == "running"
-    assert data_topics(status) == (fine,)
+    assert status.topics == (fine,)
     (problem,) = status.problems
     assert f"east.{too_long}" in problem and "create" in problem

@@ -10,7 +10,6 @@ from pathlib import Path
 from mirrorline.config import load_config
 from mirrorline.control.heartbeats import heartbeat_flows_for
 from mirrorline.driver import Driver, select_flows
-from mirrorline.policy import DefaultReplicationPolicy
 
 
 def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -> Path:
@@ -35,13 +34,6 @@ def write_config(path: Path, clusters, body: str, *, heartbeats: bool = False) -
         lines.append("emit.heartbeats.enabled = false")
     path.write_text("\n".join(lines) + "\n" + body)
     return path
-
-
-def data_topics(status) -> tuple[str, ...]:
-    """The topics a flow's status lists, without heartbeats topics: one that another
-    test left on the shared source is replicated whatever the flow's filter says."""
-    policy = DefaultReplicationPolicy()
-    return tuple(t for t in status.topics if not policy.is_heartbeats_topic(t))
 
 
 @contextmanager

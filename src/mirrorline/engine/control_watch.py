@@ -8,7 +8,9 @@ the whole topic once (`ready()`): a driver that restarts does not run a
 stopped flow for the moment it takes to read that the flow is stopped.
 
 A cluster that does not answer leaves the last view in place; the watcher
-retries on its own thread and never blocks the flow's.
+retries on its own thread and never blocks the flow's, nor its stop: the
+thread only reads, so `close` gives it a poll's time to close its consumer and
+leaves it (a daemon) when a request to a silent target holds it longer.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.5
 _RETRY_S = 2.0
+_CLOSE_S = 4 * POLL_S
 
 
 class ControlWatch:
@@ -66,7 +69,7 @@ class ControlWatch:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=_CLOSE_S)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -142,10 +142,14 @@ class MetricsReporter:
             self._hand_over(CheckpointSample(self._origin(), tuple(latencies)))
 
     def close(self) -> None:
-        """Write the flow's last status (it is stopping) and end the thread."""
+        """Write the flow's last status (it is stopping) and end the thread.
+
+        Without the topic (a target that has not answered yet) there is nowhere to write
+        that status to, so a thread still creating it is not waited for.
+        """
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(_TIMEOUT_S + _CLOSE_S)
+            self._thread.join(_TIMEOUT_S + _CLOSE_S if self._topic_ready.is_set() else _CLOSE_S)
 
     # -- samples -----------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ BENCH_STAMP := $(VENV)/.installed-bench
 JVM_STAMP := $(JVM_LIB)/.resolved
 JVM_INPUTS := jvm/pom.xml $(wildcard jvm/*/pom.xml) jvm/settings.xml $(shell find jvm/writer/src -type f) src/mirrorline/jar_fetch.py
 PYTEST_ARGS ?=
+# The suite runs in this many processes (pytest-xdist), whole test modules each; the
+# slowest modules share one of them (tests/conftest.py); 0 runs it in one process.
+PYTEST_WORKERS ?= 2
 # Where the suite's stacks go if pytest dies of a signal (tests/support/fatal_report.py).
 FATAL_DIR := $(CURDIR)/.cache/pytest-fatal
 
@@ -68,7 +71,7 @@ test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	@rm -rf $(FATAL_DIR)
-	MIRRORLINE_FATAL_DIR=$(FATAL_DIR) $(BIN)/python -m pytest $(PYTEST_ARGS) \
+	MIRRORLINE_FATAL_DIR=$(FATAL_DIR) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) \
 	  || { status=$$?; $(BIN)/python tests/support/fatal_report.py $(FATAL_DIR); exit $$status; }
 
 # The benchmark's own packages (matplotlib for its chart), on top of the dev ones.

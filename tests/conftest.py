@@ -45,10 +45,31 @@ class ClusterPool:
 POOL = pytest.StashKey["ClusterPool"]()
 
 
+# `make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`), each
+# with clusters and a Spark session of its own. A test module stays in one process
+# (module fixtures are made once), and these, the slowest and most CPU-bound (about
+# half the suite's time in one process), share one: they never compete with each
+# other for the two cores, and the other process takes the rest.
+SLOWEST = frozenset(
+    {
+        "test_chaos",
+        "test_crash_safety",
+        "test_driver_ha",
+        "test_failover_unplanned",
+        "test_installed_package",
+        "test_many_partitions",
+        "test_secret_leaks",
+        "test_target_outage",
+    }
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+        module = item.path.stem
+        item.add_marker(pytest.mark.xdist_group("slowest" if module in SLOWEST else module))
 
 
 @pytest.fixture(autouse=True)

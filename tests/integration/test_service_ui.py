@@ -92,7 +92,7 @@ def test_page_shows_the_running_flow_as_the_api_does(two_clusters, spark, tmp_pa
         assert verified.exit_code == 0, verified.output
         wait_until(
             lambda: (api.flow()["last_verification"] or {}).get("checked") == RECORDS,
-            timeout=30,
+            timeout=90,
             what=f"the API to show {flow}'s last verification",
         )
         page = browser.new_page(viewport={"width": 1280, "height": 900})

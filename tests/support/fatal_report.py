@@ -2,7 +2,8 @@
 library, a segmentation fault), kept where the last lines of the run show it.
 
 As a pytest plugin (`tests/conftest.py` loads it), with `MIRRORLINE_FATAL_DIR` set:
-Python's fault handler writes every thread's stack to `stacks.txt` there instead of
+Python's fault handler writes every thread's stack to `stacks.txt` there (in a
+subdirectory per pytest-xdist worker: `gw0`, `gw1`) instead of
 stderr, and each test's id is written to `test.txt` as it starts. Run as a script
 after pytest fails (`make test` does), it prints the test and the stack of the thread
 that died, in a few lines, so they are the end of the output, not scrolled away by
@@ -24,8 +25,12 @@ _stacks: IO[str] | None = None
 
 
 def _directory() -> Path | None:
+    """This process's directory: one per pytest-xdist worker under the one given."""
     value = os.environ.get(DIR_ENV)
-    return Path(value) if value else None
+    if not value:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return Path(value) / worker if worker else Path(value)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own fault handler plugin, which this replaces
@@ -46,7 +51,13 @@ def pytest_runtest_logstart(nodeid: str) -> None:
 
 
 def summary(directory: Path, frames: int = 12) -> list[str]:
-    """The lines to print: nothing when the process did not die of a signal."""
+    """The lines to print: nothing when no process (pytest's, or a worker's in the
+    directory's subdirectories) died of a signal."""
+    found = [_summary(d, frames) for d in (directory, *sorted(directory.glob("gw*")))]
+    return [line for lines in found for line in lines]
+
+
+def _summary(directory: Path, frames: int) -> list[str]:
     stacks = directory / "stacks.txt"
     text = stacks.read_text(errors="replace") if stacks.exists() else ""
     if not text.strip():

@@ -7,7 +7,9 @@ subdirectory per pytest-xdist worker: `gw0`, `gw1`) instead of
 stderr, and each test's id is written to `test.txt` as it starts. Run as a script
 after pytest fails (`make test` does), it prints the test and the stack of the thread
 that died, in a few lines, so they are the end of the output, not scrolled away by
-the stacks of every other thread.
+the stacks of every other thread. When a pytest-xdist worker goes down, the
+controlling process prints the same at once, so the cause is in the output even if
+the run is stopped before it ends.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import faulthandler
 import os
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -48,6 +50,22 @@ def pytest_runtest_logstart(nodeid: str) -> None:
     directory = _directory()
     if directory is not None:
         (directory / "test.txt").write_text(nodeid + "\n")
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, called in the controlling process
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    base = os.environ.get(DIR_ENV)
+    if error is None or not base:
+        return
+    directory = Path(base) / node.gateway.id
+    lines = _summary(directory, frames=12)
+    if not lines:
+        test = directory / "test.txt"
+        running = test.read_text().strip() if test.exists() else "(before the first test)"
+        lines = [f"worker {node.gateway.id} died with no Python stack (SIGKILL?) during {running}"]
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        reporter.write_line(line)
 
 
 def summary(directory: Path, frames: int = 12) -> list[str]:

@@ -15,7 +15,6 @@ group's offsets on a target cluster. Two rules protect the group's consumers:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -29,7 +28,7 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from mirrorline.admin_client import AdminClient
-from mirrorline.kafka import KafkaOperationError
+from mirrorline.kafka import KafkaOperationError, asked_until_answered
 
 TopicPartition = tuple[str, int]
 
@@ -110,19 +109,12 @@ def committed_offsets(
     if not wanted:
         return {}
     consumer = Consumer({**consumer_settings, "group.id": group, "enable.auto.commit": False})
-    deadline = time.monotonic() + timeout
     try:
-        while True:
-            try:
-                found = consumer.committed(wanted, timeout=max(1.0, deadline - time.monotonic()))
-                break
-            except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
-                    raise KafkaOperationError(
-                        f"cannot read the committed offsets of consumer group {group}: "
-                        f"{exc.args[0].str()}"
-                    ) from None
-                time.sleep(0.2)  # the coordinator is loading or moving: ask again
+        found = asked_until_answered(
+            f"cannot read the committed offsets of consumer group {group}",
+            lambda seconds: consumer.committed(wanted, timeout=seconds),
+            timeout,
+        )
     finally:
         consumer.close()
     return {

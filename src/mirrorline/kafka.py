@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
@@ -86,6 +86,27 @@ def error_code(exc: KafkaException) -> int | None:
     """The librdkafka error code a `KafkaException` carries, if any."""
     error = exc.args[0] if exc.args else None
     return error.code() if isinstance(error, KafkaError) else None
+
+
+_T = TypeVar("_T")
+_RETRY_PAUSE_S = 0.2
+
+
+def asked_until_answered(what: str, ask: Callable[[float], _T], timeout: float) -> _T:
+    """`ask(seconds_left)` again while it fails with a retriable error or a group
+    coordinator that is still loading (a cluster that just started, a coordinator
+    that moves), until `timeout`; any other error, or one at the deadline, is a
+    `KafkaOperationError` that starts with `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return ask(max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            error = exc.args[0]
+            loading = error.code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+            if not (loading or error.retriable()) or time.monotonic() > deadline:
+                raise KafkaOperationError(f"{what}: {error.str()}") from None
+        time.sleep(_RETRY_PAUSE_S)
 
 
 def enum_name(value: object) -> str:

@@ -28,10 +28,10 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from mirrorline.admin_client import AdminClient
-from mirrorline.kafka import KafkaOperationError, reading_consumer
+from mirrorline.kafka import KafkaOperationError, asked_until_answered, reading_consumer
 
 log = logging.getLogger(__name__)
 
@@ -168,23 +168,13 @@ class ConnectGroup:
 
 def connect_group(admin: AdminClient, name: str, timeout: float = 30.0) -> ConnectGroup | None:
     """The Connect group `name`, or None when the cluster does not know it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            try:
-                groups = admin.list_groups(
-                    group=name, timeout=max(1.0, deadline - time.monotonic())
-                )
-                break
-            except KafkaException as exc:
-                error = exc.args[0]
-                loading = error.code() == KafkaError.COORDINATOR_LOAD_IN_PROGRESS
-                if not (loading or error.retriable()) or time.monotonic() > deadline:
-                    raise KafkaOperationError(
-                        f"cannot describe MirrorMaker 2's group {name}: {error.str()}"
-                    ) from None
-        time.sleep(0.2)  # the coordinator is loading (a cluster that just started): ask again
+    with warnings.catch_warnings():  # confluent-kafka marks list_groups deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        groups = asked_until_answered(
+            f"cannot describe MirrorMaker 2's group {name}",
+            lambda seconds: admin.list_groups(group=name, timeout=seconds),
+            timeout,
+        )
     for group in groups:
         if group.id == name and group.state not in ("Dead", ""):
             members = tuple(sorted(m.client_id or m.id for m in group.members))

@@ -41,6 +41,12 @@ class ClusterPool:
         by_alias = {c.alias: c for c in self.dev.clusters()}
         return [by_alias[a] for a in ALIASES[:count]]
 
+    def remove_heartbeats_topics(self) -> None:
+        policy = DefaultReplicationPolicy()
+        for cluster in self.dev.clusters():
+            bootstrap = cluster.bootstrap_servers
+            delete_topics(bootstrap, filter(policy.is_heartbeats_topic, topic_names(bootstrap)))
+
 
 POOL = pytest.StashKey["ClusterPool"]()
 
@@ -101,13 +107,11 @@ def _no_heartbeats_left_on_shared_clusters(request: pytest.FixtureRequest):
     """
     yield
     pool = request.config.stash.get(POOL, None)
-    items = [i for i in request.session.items if getattr(i, "module", None) is request.module]
-    if pool is None or not any("cluster_pool" in i.fixturenames for i in items):
-        return
-    policy = DefaultReplicationPolicy()
-    for cluster in pool.dev.clusters():
-        bootstrap = cluster.bootstrap_servers
-        delete_topics(bootstrap, filter(policy.is_heartbeats_topic, topic_names(bootstrap)))
+    if pool is not None and any(
+        getattr(item, "module", None) is request.module and "cluster_pool" in item.fixturenames
+        for item in request.session.items
+    ):
+        pool.remove_heartbeats_topics()
 
 
 @pytest.fixture(scope="session")

@@ -71,7 +71,7 @@ test: setup
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy src
 	@rm -rf $(FATAL_DIR)
-	MIRRORLINE_FATAL_DIR=$(FATAL_DIR) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) \
+	MIRRORLINE_FATAL_DIR=$(FATAL_DIR) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) \
 	  || { status=$$?; $(BIN)/python tests/support/fatal_report.py $(FATAL_DIR); exit $$status; }
 
 # The benchmark's own packages (matplotlib for its chart), on top of the dev ones.

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from mirrorline.devbroker import JVM_ENV
 from mirrorline.devcluster import DevCluster, DevClusters
@@ -51,11 +52,11 @@ class ClusterPool:
 POOL = pytest.StashKey["ClusterPool"]()
 
 
-# `make test` runs the suite in two processes (pytest-xdist, `--dist loadgroup`), each
-# with clusters and a Spark session of its own. A test module stays in one process
-# (module fixtures are made once), and these, the slowest and most CPU-bound (about
-# half the suite's time in one process), share one: they never compete with each
-# other for the two cores, and the other process takes the rest.
+# `make test` runs the suite in two processes (pytest-xdist), each with clusters and a
+# Spark session of its own. A test module stays in one process (module fixtures are
+# made once), and these, the slowest and most CPU-bound (about half the suite's time
+# in one process), share one: they never compete with each other for the two cores,
+# and the other process takes the rest.
 SLOWEST = frozenset(
     {
         "test_chaos",
@@ -70,12 +71,26 @@ SLOWEST = frozenset(
 )
 
 
+class _ByModule(LoadScopeScheduling):
+    """pytest-xdist's scheduling by scope, a scope being a test module, or all of SLOWEST.
+
+    (Not `--dist loadgroup` with marks: with pytest 9.2 its group names no longer reach
+    the scheduler, and every test is scheduled on its own.)
+    """
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return "slowest" if Path(module).stem in SLOWEST else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
+    return _ByModule(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
-        module = item.path.stem
-        item.add_marker(pytest.mark.xdist_group("slowest" if module in SLOWEST else module))
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from mirrorline.admin_client import AdminClient
-from mirrorline.engine.leadership import LEADERSHIP_TOPIC, group_id
+from mirrorline.engine.leadership import group_id
+from mirrorline.engine.leadership_holder import LEADERSHIP_TOPIC
 from support.driver_process import DriverProcess
 from support.driving import write_config
 from support.kafka_io import consume, consume_to_end, create_topic, end_offsets, unique_name

@@ -10,15 +10,13 @@ from rich.console import Console
 
 from mirrorline.cli import driver_cmd
 from mirrorline.engine.leadership import (
-    LEADERSHIP_TOPIC,
     SESSION_TIMEOUT_MS,
-    Member,
     Term,
     driver_id,
     group_consumer_settings,
     group_id,
-    holder,
 )
+from mirrorline.engine.leadership_holder import LEADERSHIP_TOPIC, Member, holder
 from mirrorline.engine.status import FlowStatus
 from mirrorline.policy import DefaultReplicationPolicy
 

@@ -33,21 +33,21 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError
 
-from mirrorline.admin_client import AdminClient
 from mirrorline.engine.health import ClusterProbe
+from mirrorline.engine.leadership_holder import (
+    LEADERSHIP_TOPIC,
+    HolderLookup,
+    Member,
+)
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClusterClients, KafkaOperationError, ensure_topic
 
 log = logging.getLogger(__name__)
 
-LEADERSHIP_TOPIC = "mirrorline.leadership.internal"
 GROUP_PREFIX = "mirrorline.leader."
 
 SESSION_TIMEOUT_MS = 10_000
@@ -55,9 +55,7 @@ HEARTBEAT_INTERVAL_MS = 1_000
 # The group thread polls twice a second, so only a stuck process exceeds this.
 MAX_POLL_INTERVAL_MS = 30_000
 POLL_S = 0.5
-# How often a standby driver asks the coordinator who leads (for its status).
-HOLDER_REFRESH_S = 3.0
-# After a client error, the holder is not looked up for this long (see `_HolderLookup`).
+# After a client error, the holder is not looked up for this long (see `HolderLookup`).
 QUIET_AFTER_ERROR_S = 30.0
 RETRY_S = (1.0, 2.0, 5.0, 10.0)
 
@@ -99,23 +97,6 @@ def group_consumer_settings(
     settings["group.id"] = group_id(flow_name)
     settings["client.id"] = client_id
     return settings
-
-
-@dataclass(frozen=True)
-class Member:
-    """A member of a leadership group, as the coordinator describes it."""
-
-    client_id: str
-    host: str
-    partitions: tuple[tuple[str, int], ...]
-
-
-def holder(members: Iterable[Member], topic: str = LEADERSHIP_TOPIC) -> Member | None:
-    """The member assigned partition 0 of the leadership topic: the flow's leader."""
-    for member in members:
-        if (topic, 0) in member.partitions:
-            return member
-    return None
 
 
 class Term:
@@ -291,7 +272,7 @@ class FlowLeadership:
                 on_lost=self._on_lost,
             )
             self._set_problem("")
-            lookup = _HolderLookup(admin, self.group)
+            lookup = HolderLookup(admin, self.group)
             while not self._stop.is_set():
                 msg = consumer.poll(POLL_S)
                 error = msg.error() if msg is not None else None
@@ -374,62 +355,3 @@ class FlowLeadership:
     def _set_problem(self, problem: str) -> None:
         with self._lock:
             self._problem = problem
-
-
-@dataclass(frozen=True)
-class _Found:
-    holder: Member | None
-
-
-class _HolderLookup:
-    """Asks the coordinator who holds the flow, without ever blocking the group thread."""
-
-    def __init__(self, admin: AdminClient, group: str) -> None:
-        self._admin = admin
-        self._group = group
-        self._future: Future[Any] | None = None
-        self._next_at = 0.0
-
-    def _metadata_answers(self) -> bool:
-        try:
-            self._admin.list_topics(LEADERSHIP_TOPIC, timeout=2)
-            return True
-        except KafkaException:
-            return False
-
-    def poll(self, cluster_answers: bool) -> _Found | None:
-        """A fresh answer when one arrived since the last call, else None.
-
-        A new question is asked only while the cluster answers (no recent client
-        error, and a metadata request succeeds first): a group description
-        requested while the broker goes away once aborted the whole process
-        inside librdkafka's admin client, so it is not risked during an outage.
-        """
-        now = time.monotonic()
-        if self._future is None:
-            if now >= self._next_at and cluster_answers and self._metadata_answers():
-                self._future = self._admin.describe_consumer_groups(
-                    [self._group], request_timeout=10
-                )[self._group]
-            return None
-        if not self._future.done():
-            return None
-        future, self._future = self._future, None
-        self._next_at = now + HOLDER_REFRESH_S
-        try:
-            description = future.result()
-        except Exception:  # noqa: BLE001 - only the status's wording depends on it
-            return None
-        return _Found(
-            holder(
-                Member(
-                    m.client_id,
-                    m.host,
-                    tuple(
-                        (tp.topic, tp.partition)
-                        for tp in (m.assignment.topic_partitions if m.assignment else ())
-                    ),
-                )
-                for m in description.members
-            )
-        )

@@ -16,15 +16,18 @@ import pytest
 from typer.testing import CliRunner
 
 from mirrorline.cli.main import app
+from mirrorline.engine.progress import ProgressStore
 from support.control import reset_control
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
     checkpoints_of,
+    cluster_clients,
     commit_offsets,
     consume,
     consume_to_end,
     create_topic,
+    delete_topics,
     end_offsets,
     produce,
     topic_names,
@@ -174,6 +177,32 @@ def test_pause_holds_positions_and_resume_loses_and_duplicates_nothing(
     records = consume_to_end(west.bootstrap_servers, remote)
     produced = [f"a-{i}".encode() for i in range(100)] + [f"b-{i}".encode() for i in range(60)]
     assert sorted(r.key for r in records) == sorted(produced)
+
+
+def test_positions_leave_out_a_topic_deleted_at_the_source(two_clusters, tmp_path):
+    """The flow copied two topics; one was deleted on the source since. Its saved progress
+    stays on the target, but there is nothing left of it to copy or to measure."""
+    east, west = two_clusters
+    kept, deleted = unique_name("kept"), unique_name("deleted")
+    for topic in (kept, deleted):
+        create_topic(east.bootstrap_servers, topic)
+        produce(east.bootstrap_servers, topic, _records(topic, 5, partitions=1))
+    progress = ProgressStore("east->west", cluster_clients(west), replication_factor=1)
+    try:
+        progress.ensure_topic()
+        progress.save({(kept, 0): 3, (deleted, 0): 5})
+    finally:
+        progress.close()
+    delete_topics(east.bootstrap_servers, [deleted])
+    config = write_config(
+        tmp_path / "c.properties", [east, west], f"east->west.enabled = true\ntopics = {kept}\n"
+    )
+
+    shown = json.loads(_mirrorline("positions", "show", *_flow(config), "--json"))
+
+    by_topic = {p["topic"]: p for p in shown["positions"]}
+    assert deleted not in by_topic
+    assert (by_topic[kept]["offset"], by_topic[kept]["lag"]) == (3, 2)
 
 
 def test_positions_set_on_a_stopped_flow_and_refused_on_a_running_one(

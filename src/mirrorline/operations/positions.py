@@ -59,16 +59,18 @@ def replicated_partitions(
     flow: FlowConfig, source: ClusterClients, timeout: float
 ) -> list[SourcePartition]:
     """The partitions of the source topics `flow` replicates now."""
+    return sorted(
+        tp for tp in source_partitions(source, timeout) if flow.should_replicate_topic(tp[0])
+    )
+
+
+def source_partitions(source: ClusterClients, timeout: float) -> set[SourcePartition]:
+    """Every partition of every topic the source cluster has now."""
     try:
         metadata = source.admin.list_topics(timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - librdkafka raises KafkaException here
         raise KafkaOperationError(f"{source.alias} does not answer: {exc}") from None
-    return sorted(
-        (name, p)
-        for name, topic in metadata.topics.items()
-        if flow.should_replicate_topic(name)
-        for p in topic.partitions
-    )
+    return {(name, p) for name, topic in metadata.topics.items() for p in topic.partitions}
 
 
 def saved_progress(
@@ -92,14 +94,17 @@ def read_positions(
 ) -> list[PartitionPosition]:
     """Each partition's saved position and source log bounds (of `topic` only, if given)."""
     progress = saved_progress(flow, target, timeout)
-    partitions = set(progress) | set(replicated_partitions(flow, source, timeout))
+    on_source = source_partitions(source, timeout)
+    # Progress on a partition the source no longer has (its topic was deleted) is left
+    # out: nothing of it is left to copy, and it has no log to measure.
+    partitions = {tp for tp in on_source if flow.should_replicate_topic(tp[0])}
+    partitions |= set(progress) & on_source
     if topic is not None:
         partitions = {tp for tp in partitions if tp[0] == topic}
     starts, ends = _bounds(source, partitions, timeout)
     return [
         PartitionPosition(t, p, progress.get((t, p)), starts[(t, p)], ends[(t, p)])
         for t, p in sorted(partitions)
-        if (t, p) in starts
     ]
 
 

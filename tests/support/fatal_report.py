@@ -58,11 +58,10 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
     if error is None or not base:
         return
     directory = Path(base) / node.gateway.id
-    lines = _summary(directory, frames=12)
-    if not lines:
-        test = directory / "test.txt"
-        running = test.read_text().strip() if test.exists() else "(before the first test)"
-        lines = [f"worker {node.gateway.id} died with no Python stack (SIGKILL?) during {running}"]
+    lines = _summary(directory, frames=12) or [
+        f"worker {node.gateway.id} died with no Python stack (SIGKILL?) during "
+        f"{_running(directory)}"
+    ]
     reporter = node.config.pluginmanager.get_plugin("terminalreporter")
     for line in lines:
         reporter.write_line(line)
@@ -84,14 +83,18 @@ def _summary(directory: Path, frames: int) -> list[str]:
     cause = next((line for line in lines if line.startswith("Fatal Python error")), lines[0])
     start = next((i for i, line in enumerate(lines) if line.startswith("Current thread")), None)
     died = lines[start : start + 1 + frames] if start is not None else []
-    test = directory / "test.txt"
-    running = test.read_text().strip() if test.exists() else "(before the first test)"
     return [
         f"pytest died: {cause}",
         *died,
         f"(all threads' stacks: {stacks})",
-        f"pytest died during {running}",
+        f"pytest died during {_running(directory)}",
     ]
+
+
+def _running(directory: Path) -> str:
+    """The test the process in `directory` started last."""
+    test = directory / "test.txt"
+    return test.read_text().strip() if test.exists() else "(before the first test)"
 
 
 if __name__ == "__main__":

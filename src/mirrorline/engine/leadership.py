@@ -38,11 +38,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer, KafkaError
 
 from mirrorline.engine.health import ClusterProbe
-from mirrorline.engine.leadership_holder import (
-    LEADERSHIP_TOPIC,
-    HolderLookup,
-    Member,
-)
+from mirrorline.engine.leadership_holder import LEADERSHIP_TOPIC, HolderLookup, Member
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClusterClients, KafkaOperationError, ensure_topic
 

@@ -94,11 +94,13 @@ def read_positions(
 ) -> list[PartitionPosition]:
     """Each partition's saved position and source log bounds (of `topic` only, if given)."""
     progress = saved_progress(flow, target, timeout)
-    on_source = source_partitions(source, timeout)
     # Progress on a partition the source no longer has (its topic was deleted) is left
     # out: nothing of it is left to copy, and it has no log to measure.
-    partitions = {tp for tp in on_source if flow.should_replicate_topic(tp[0])}
-    partitions |= set(progress) & on_source
+    partitions = {
+        tp
+        for tp in source_partitions(source, timeout)
+        if tp in progress or flow.should_replicate_topic(tp[0])
+    }
     if topic is not None:
         partitions = {tp for tp in partitions if tp[0] == topic}
     starts, ends = _bounds(source, partitions, timeout)

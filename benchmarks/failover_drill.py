@@ -182,7 +182,15 @@ def partition_sizes(opts: Options) -> dict[int, int]:
 def produce(bootstrap: str, topics: list[str], opts: Options) -> None:
     """The same records, in the same partitions and order, into every topic."""
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all", "batch.size": 1_000_000}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "acks": "all",
+            "batch.size": 1_000_000,
+            # Retries (a topic created moments ago) must not reorder: the groups check
+            # each partition's records in order.
+            "enable.idempotence": True,
+        }
     )
     failures: list[str] = []
 

@@ -13,7 +13,8 @@ of the workers' trees (the workers and their executors) are sampled from /proc.
 On a 2-core machine uncapped executors saturate both cores; `--cpu-cap 0.4`
 caps each worker and its executors at 0.4 cores (`benchlib/cpu_cap.py`), so
 that `--layouts 1x1,2x1,3x1` shows what more executors add while the machine
-has room left.
+has room left. `--warm-up-records N` measures executors that have already
+copied N records (the flow is paused while the measured records are loaded).
 
 Run `python benchmarks/standalone_scaling.py --help`; results go to
 `benchmarks/results/standalone-scaling-<date>.json` and are summarised in
@@ -26,6 +27,7 @@ import argparse
 import datetime as dt
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -89,6 +91,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="Mirrorline's records per partition and micro-batch (default: its own, 20000); "
         "fewer, larger batches pay the fixed cost of a batch fewer times",
     )
+    parser.add_argument(
+        "--warm-up-records",
+        type=int,
+        default=0,
+        help="copy this many records first, pause the flow (`mirrorline pause`), load the "
+        "measured records and resume: the rate of executors that have run a while "
+        "(default 0: executors start with the measured records)",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the driver, as `mirrorline driver --spark-conf` (repeatable)",
+    )
     parser.add_argument("--worker-memory", default="1g")
     parser.add_argument("--timeout", type=float, default=900, help="per layout, seconds")
     parser.add_argument("--no-save", action="store_true", help="print only")
@@ -122,15 +139,20 @@ def measure(
                 lines.write(f"max.poll.records = {args.max_poll_records}\n")
         command, env = mirrorline_command(config, work / f"driver-{name}")
         command += ["--master", cluster.master_url]
+        for setting in args.spark_conf:
+            command += ["--spark-conf", setting]
         proc = SampledProcess("Mirrorline", command, env, work / f"driver-{name}.log", work)
         began = load.mark()
         first = half = done = None
         executors_at_first: dict[str, float] = {}
         executors_at_done: dict[str, float] = {}
         try:
+            warm = args.warm_up_records
+            if warm:
+                warm_up(proc, target, remote, config, env, topic, clusters, work, args)
             while done is None:
                 now = time.monotonic()
-                total = sum(target.end_offsets(remote).values())
+                total = sum(target.end_offsets(remote).values()) - warm
                 if first is None and total > 0:
                     first, first_mark = now, load.mark()
                     executors_at_first = executors_cpu_now(executor_side)
@@ -200,6 +222,46 @@ def measure(
     return result
 
 
+def warm_up(
+    proc: SampledProcess,
+    target: OffsetWatcher,
+    remote: str,
+    config: Path,
+    env: dict[str, str],
+    topic: str,
+    clusters,
+    work: Path,
+    args: argparse.Namespace,
+) -> None:
+    """Let the driver copy the `--warm-up-records` already in `topic`, pause its flow,
+    load the measured records behind them and resume the flow."""
+    say(f"  warming up on {args.warm_up_records:,} records")
+    while sum(target.end_offsets(remote).values()) < args.warm_up_records:
+        proc.check()
+        if time.monotonic() - proc.started > args.timeout:
+            raise BenchmarkError(f"warm-up not copied in {args.timeout:.0f}s; see {proc.log_path}")
+        time.sleep(POLL_S)
+    flow_command("pause", config, env, work)
+    say(f"  warmed up after {time.monotonic() - proc.started:.1f}s; loading {args.records:,}")
+    preload(
+        clusters[0].bootstrap_servers,
+        [topic],
+        records=args.records,
+        partitions=args.partitions,
+        value=random_values(seed=1, size=args.record_size),
+    )
+    flow_command("resume", config, env, work)
+
+
+def flow_command(verb: str, config: Path, env: dict[str, str], work: Path) -> None:
+    """`mirrorline pause` or `resume` of the benchmark's flow; it waits for the driver."""
+    command = [sys.executable, "-m", "mirrorline", verb, "--config", str(config)]
+    command += ["--source", SOURCE, "--target", TARGET]
+    done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchmarkError(f"mirrorline {verb}: {(done.stderr or done.stdout).strip()}")
+
+
 def executors_cpu_now(samplers: list[TreeSampler]) -> dict[str, float]:
     """CPU seconds so far of every thread in the workers' trees, summed by thread kind."""
     total: dict[str, float] = {}
@@ -224,11 +286,13 @@ def main(argv: list[str]) -> int:
             topics = [f"scale-{w}x{c}-{r}" for r, (w, c) in runs]
             for topic in topics:
                 create_topic(clusters[0].bootstrap_servers, topic, args.partitions)
-            say(f"pre-loading {args.records:,} records into {', '.join(topics)}")
+            # With a warm-up, the measured records come after it (`warm_up`).
+            first_load = args.warm_up_records or args.records
+            say(f"pre-loading {first_load:,} records into {', '.join(topics)}")
             preload(
                 clusters[0].bootstrap_servers,
                 topics,
-                records=args.records,
+                records=first_load,
                 partitions=args.partitions,
                 value=random_values(seed=1, size=args.record_size),
             )
@@ -248,6 +312,8 @@ def main(argv: list[str]) -> int:
     capped = f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
     if args.max_poll_records is not None:
         capped += f", max.poll.records {args.max_poll_records}"
+    if args.warm_up_records:
+        capped += f", after a warm-up of {args.warm_up_records:,} records"
     print(
         f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions{capped}"
     )
@@ -282,6 +348,8 @@ def main(argv: list[str]) -> int:
                 "repeats": args.repeats,
                 "cpu_cap_cores_per_worker": args.cpu_cap,
                 "max_poll_records": args.max_poll_records or "Mirrorline's default",
+                "warm_up_records": args.warm_up_records,
+                "spark_conf": args.spark_conf,
             },
             **environment(),
             "results": results,

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 
+from confluent_kafka import Consumer, Producer
 from typer.testing import CliRunner
 
+from mirrorline.admin_client import AdminClient
 from mirrorline.cli.main import app
 from support.driving import running_driver, write_config
 from support.kafka_io import (
@@ -133,3 +136,33 @@ def test_offset_syncs_on_the_target_when_configured(two_clusters, spark, tmp_pat
             source_at[(sync.partition, sync.upstream_offset)]
             == target_at[(sync.partition, sync.downstream_offset)]
         )
+
+
+def _open_clients() -> list:
+    """The librdkafka clients of this process that still hold their threads."""
+    gc.collect()
+    return [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, (Producer, Consumer)) or (isinstance(o, AdminClient) and not o._closed)
+    ]
+
+
+def test_a_stopped_driver_leaves_no_kafka_client_behind(two_clusters, spark, tmp_path):
+    """Its parts end their clients as they stop, not when they are dropped: a client left
+    open keeps reconnecting to its cluster for as long as the process lives."""
+    east, west = two_clusters
+    topic = unique_name("clients")
+    create_topic(east.bootstrap_servers, topic, PARTITIONS)
+    produce(east.bootstrap_servers, topic, _records(10, seed=7))
+    before = {id(o) for o in _open_clients()}
+    config = write_config(
+        tmp_path / "c.properties",
+        [east, west],
+        f"east->west.enabled = true\neast->west.topics = {topic}\n",
+    )
+    with running_driver(config, spark, tmp_path / "w") as driver:
+        _wait_for_count(west.bootstrap_servers, f"east.{topic}", 10)
+    left = [type(o).__name__ for o in _open_clients() if id(o) not in before]
+    assert left == [], f"clients still open after the driver stopped: {left}"
+    assert driver.statuses()  # the stopped driver (and its parts) is still referenced

@@ -243,6 +243,9 @@ class MetricsReporter:
                     left,
                     self._flow.target,
                 )
+            # Its last reference: the client and its threads end here, in this thread,
+            # not whenever the stopped flow's parts are dropped.
+            self._producer = None
 
     def _sample_status(self) -> None:
         sample = self.status_sample()

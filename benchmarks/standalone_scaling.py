@@ -39,7 +39,15 @@ REPO = BENCH_DIR.parent
 # Measure the Mirrorline of this checkout; the cluster module lives with the tests.
 sys.path[:0] = [str(REPO / "src"), str(REPO / "tests")]
 
-from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, recorded_command, say  # noqa: E402
+from benchlib.common import (  # noqa: E402
+    POLL_S,
+    SOURCE,
+    TARGET,
+    BenchmarkError,
+    recorded_command,
+    say,
+    wait_for,
+)
 from benchlib.cpu_cap import CpuCap, CpuCapError  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import (  # noqa: E402
@@ -236,21 +244,27 @@ def warm_up(
     """Let the driver copy the `--warm-up-records` already in `topic`, pause its flow,
     load the measured records behind them and resume the flow."""
     say(f"  warming up on {args.warm_up_records:,} records")
-    while sum(target.end_offsets(remote).values()) < args.warm_up_records:
-        proc.check()
-        if time.monotonic() - proc.started > args.timeout:
-            raise BenchmarkError(f"warm-up not copied in {args.timeout:.0f}s; see {proc.log_path}")
-        time.sleep(POLL_S)
+    wait_for(
+        lambda: sum(target.end_offsets(remote).values()) >= args.warm_up_records,
+        timeout=args.timeout,
+        what=f"the warm-up's records on {TARGET} (see {proc.log_path})",
+        check=proc.check,
+    )
     flow_command("pause", config, env, work)
     say(f"  warmed up after {time.monotonic() - proc.started:.1f}s; loading {args.records:,}")
+    load(clusters, [topic], args.records, args)
+    flow_command("resume", config, env, work)
+
+
+def load(clusters, topics: list[str], records: int, args: argparse.Namespace) -> None:
+    """`records` records of `--record-size` bytes into each of `topics` on the source."""
     preload(
         clusters[0].bootstrap_servers,
-        [topic],
-        records=args.records,
+        topics,
+        records=records,
         partitions=args.partitions,
         value=random_values(seed=1, size=args.record_size),
     )
-    flow_command("resume", config, env, work)
 
 
 def flow_command(verb: str, config: Path, env: dict[str, str], work: Path) -> None:
@@ -289,13 +303,7 @@ def main(argv: list[str]) -> int:
             # With a warm-up, the measured records come after it (`warm_up`).
             first_load = args.warm_up_records or args.records
             say(f"pre-loading {first_load:,} records into {', '.join(topics)}")
-            preload(
-                clusters[0].bootstrap_servers,
-                topics,
-                records=first_load,
-                partitions=args.partitions,
-                value=random_values(seed=1, size=args.record_size),
-            )
+            load(clusters, topics, first_load, args)
             for (_, layout), topic in zip(runs, topics, strict=True):
                 results.append(measure(layout, topic, clusters, work, args))
         failed = False

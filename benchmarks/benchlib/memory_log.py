@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from benchlib.procs import _read_memory_kib, process_role, process_tree
+from benchlib.procs import process_role, process_tree, read_rss_kib
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class MemoryLog(threading.Thread):
             key = (pid, stat.start)
             if key not in self.processes:
                 self.processes[key] = (process_role(pid), now, [])
-            rss, _pss = _read_memory_kib(pid)
+            rss = read_rss_kib(pid)
             if rss:
                 self.processes[key][2].append((now, rss))
 

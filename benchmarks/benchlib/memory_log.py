@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from benchlib.procs import process_role, process_tree, read_rss_kib
+from benchlib.procs import process_role, process_tree
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,8 @@ class MemoryLog(threading.Thread):
             key = (pid, stat.start)
             if key not in self.processes:
                 self.processes[key] = (process_role(pid), now, [])
-            rss = read_rss_kib(pid)
-            if rss:
-                self.processes[key][2].append((now, rss))
+            if stat.rss_kib:
+                self.processes[key][2].append((now, stat.rss_kib))
 
     def stop(self) -> None:
         self._halt.set()

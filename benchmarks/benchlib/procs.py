@@ -28,6 +28,13 @@ LEFTOVER_GRACE_S = 15.0
 QUIET_CORES = 0.15
 
 
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+# PSS is sampled at every PSS_EVERY-th sample only, and at the last: the kernel walks
+# the process's page tables to count it (50 ms of CPU for a 2.7 GB JVM here), which
+# at every sample (twice a second) took 0.1 core from the contender being measured.
+PSS_EVERY = 10
+
+
 @dataclass(frozen=True)
 class ProcSample:
     name: str
@@ -35,6 +42,11 @@ class ProcSample:
     ppid: int
     start: int  # start time in clock ticks: tells a reused pid from the original
     cpu_ticks: int
+    rss_kib: int  # resident memory: a counter the kernel keeps, cheap to read
+    # Where the address space's code, stack and heap begin and end: the same for a
+    # child between vfork (or posix_spawn) and its exec as for its parent, whose
+    # memory it still shares. None where the kernel hides them (another user's).
+    address_space: tuple[int, ...] | None
 
 
 def read_stat(pid: int) -> ProcSample | None:
@@ -49,29 +61,26 @@ def _read_stat_file(path: str) -> ProcSample | None:
         return None
     # The command name may hold spaces and parentheses; the fields follow the last ')'.
     head, rest = text.rsplit(")", 1)
-    fields = rest.split()
+    fields = rest.split()  # fields[i] is field i + 3 of proc(5)
+    layout = tuple(int(fields[i]) for i in (23, 24, 25, 44))
     return ProcSample(
         name=head.split("(", 1)[1],
         state=fields[0],
         ppid=int(fields[1]),
         start=int(fields[19]),
         cpu_ticks=int(fields[11]) + int(fields[12]),
+        rss_kib=int(fields[21]) * PAGE_KIB,
+        address_space=layout if any(layout) else None,
     )
 
 
-PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
-# PSS is sampled at every PSS_EVERY-th sample only, and at the last: the kernel walks
-# the process's page tables to count it (50 ms of CPU for a 2.7 GB JVM here), which
-# at every sample (twice a second) took 0.1 core from the contender being measured.
-PSS_EVERY = 10
-
-
-def read_rss_kib(pid: int) -> int:
-    """Resident memory of one process in KiB: a counter the kernel keeps, cheap to read."""
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_KIB
-    except (OSError, IndexError, ValueError):
-        return 0
+def one_per_address_space(tree: dict[int, ProcSample]) -> list[int]:
+    """The tree's pids, one per address space: a child that has not exec'd yet shares
+    its parent's memory, and counting its RSS as well counted the JVM's twice."""
+    first: dict[tuple[int, ...], int] = {}
+    for pid, sample in sorted(tree.items()):
+        first.setdefault(sample.address_space or (pid,), pid)
+    return list(first.values())
 
 
 def read_pss_kib(pid: int) -> int:
@@ -209,10 +218,11 @@ class TreeSampler:
     def sample(self, with_pss: bool = False) -> None:
         """One sample; PSS only every `PSS_EVERY`-th time, or when asked (the last)."""
         tree = process_tree(self.root)
-        rss = sum(read_rss_kib(pid) for pid in tree)
+        distinct = one_per_address_space(tree)
+        rss = sum(tree[pid].rss_kib for pid in distinct)
         self._samples += 1
         with_pss = with_pss or self._samples % PSS_EVERY == 1
-        pss = sum(read_pss_kib(pid) for pid in tree) if with_pss else 0
+        pss = sum(read_pss_kib(pid) for pid in distinct) if with_pss else 0
         with self._lock:
             for pid, s in tree.items():
                 self._cpu_ticks[(pid, s.start)] = s.cpu_ticks

@@ -22,7 +22,10 @@ background (`ASYNC_PROGRESS`): written in line they cost each micro-batch two
 file writes, about 150 ms of a warm 5,000 records/s batch here, which is record
 age at the target. Spark allows asynchronous progress tracking only for sinks
 whose replay after a restart from the checkpoint it knows; Mirrorline never
-restarts a query from its checkpoint, so the check is lifted for its sink.
+restarts a query from its checkpoint, so the check is lifted for its sink. And
+the logs are written once an hour instead of Spark's once a second: Hadoop's
+local file system, without its native library, sets each new file's
+permissions by starting a `chmod` process, five a second on a steady stream.
 
 With `data.path.mode = real-time` the query runs in Spark's real-time mode
 instead (`engine.real_time`): no micro-batches, records written as they are
@@ -69,10 +72,12 @@ log = logging.getLogger(__name__)
 TRIGGER_INTERVAL = "200 milliseconds"
 # How often a batch held by a pause checks whether the query is stopping.
 PAUSE_CHECK_S = 0.2
-# Spark's checkpoint logs written off the batch's path (see the module's docstring).
+# Spark's checkpoint logs written off the batch's path, and rarely (see the module's
+# docstring): nothing reads them.
 ASYNC_PROGRESS = {
     "asyncProgressTrackingEnabled": "true",
     "_asyncProgressTrackingOverrideSinkSupportCheck": "true",
+    "asyncProgressTrackingCheckpointIntervalMs": str(60 * 60 * 1000),
 }
 
 

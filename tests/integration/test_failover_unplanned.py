@@ -38,6 +38,7 @@ from support.kafka_io import (
 from support.wait import wait_until
 
 PARTITIONS = 2
+IN_ORDER = {"enable.idempotence": True}
 
 
 @pytest.fixture
@@ -60,7 +61,9 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
     remote = f"east.{topic}"
     group, ahead = unique_name("billing"), unique_name("audit")
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
-    # Timestamps in order, a minute ago and later: the writer keeps them on west.
+    # Timestamps in order, a minute ago and later: the writer keeps them on west. The
+    # producer is idempotent: a retry right after the topic's creation must not put
+    # older records after newer ones (the loss window reads each partition's last).
     replicated = produce(
         east.bootstrap_servers,
         topic,
@@ -73,6 +76,7 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
             )
             for i in range(400)
         ],
+        IN_ORDER,
     )
     config = write_config(
         tmp_path / "mm2.properties",
@@ -125,6 +129,7 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
             )
             for i in range(30)
         ],
+        IN_ORDER,
     )
     state_file = tmp_path / "failover.json"
     args = ["-c", config, "--from", "east", "--to", "west", "--unplanned", "--json"]

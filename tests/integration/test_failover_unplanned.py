@@ -38,7 +38,6 @@ from support.kafka_io import (
 from support.wait import wait_until
 
 PARTITIONS = 2
-IN_ORDER = {"enable.idempotence": True}
 
 
 @pytest.fixture
@@ -61,9 +60,7 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
     remote = f"east.{topic}"
     group, ahead = unique_name("billing"), unique_name("audit")
     create_topic(east.bootstrap_servers, topic, PARTITIONS)
-    # Timestamps in order, a minute ago and later: the writer keeps them on west. The
-    # producer is idempotent: a retry right after the topic's creation must not put
-    # older records after newer ones (the loss window reads each partition's last).
+    # Timestamps in order, a minute ago and later: the writer keeps them on west.
     replicated = produce(
         east.bootstrap_servers,
         topic,
@@ -76,7 +73,6 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
             )
             for i in range(400)
         ],
-        IN_ORDER,
     )
     config = write_config(
         tmp_path / "mm2.properties",
@@ -129,7 +125,6 @@ def test_unplanned_failover_with_the_source_down_reports_the_loss_window(
             )
             for i in range(30)
         ],
-        IN_ORDER,
     )
     state_file = tmp_path / "failover.json"
     args = ["-c", config, "--from", "east", "--to", "west", "--unplanned", "--json"]

@@ -57,7 +57,6 @@ def _copy(west, remote: str, copies: dict[int, list[Record]]) -> None:
         west.bootstrap_servers,
         remote,
         [replace(r, partition=p) for p, records in copies.items() for r in records],
-        extra={"enable.idempotence": True},
     )
 
 

@@ -141,8 +141,15 @@ def produce(
     records: Iterable[Record],
     extra: Mapping[str, object] | None = None,
 ) -> list[Record]:
-    """Produce and wait for every delivery; returns the records with partition and offset."""
-    producer = Producer({**conf(bootstrap), "linger.ms": 5, **(extra or {})})
+    """Produce and wait for every delivery; returns the records with partition and offset.
+
+    Idempotent, so each partition holds the records in the order given: without it a
+    retry (common right after a topic's creation) can put earlier records after later
+    ones, and tests read order, timestamps and last records back.
+    """
+    producer = Producer(
+        {**conf(bootstrap), "linger.ms": 5, "enable.idempotence": True, **(extra or {})}
+    )
     delivered: list[Record] = []
     errors: list[str] = []
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -63,11 +64,45 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+# Ports are picked below the kernel's ephemeral range: a port handed out by
+# bind(0) comes from that range, and between its release here and the broker's
+# bind any outgoing connection (or a client's self-connect to a stopped broker's
+# port) can take it. Below the range only another listener can.
+_LOWEST_PICK = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def reserve_port(stack: ExitStack) -> int:
-    """A free loopback port; held open until the stack closes so that picks never collide."""
+    """A free loopback port outside the ephemeral range.
+
+    It is held open until the stack closes, so that picks made under one stack
+    never collide; picks are random so that separate processes rarely try the
+    same port.
+    """
     sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+    top = _ephemeral_start()
+    if top - _LOWEST_PICK >= 1000:
+        for port in random.sample(range(_LOWEST_PICK, top), 200):
+            try:
+                sock.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
     sock.bind(("127.0.0.1", 0))
-    return sock.getsockname()[1]
+    return int(sock.getsockname()[1])
+
+
+def free_port() -> int:
+    """A port free at this moment (picked as `reserve_port` does), not held."""
+    with ExitStack() as stack:
+        return reserve_port(stack)
 
 
 def port_accepts(port: int) -> bool:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from confluent_kafka.admin import AclOperation
 
 from mirrorline.devcluster import DevClusters
+from mirrorline.process import free_port
 from support.driver_process import child_env
 from support.driving import write_config
 from support.kafka_io import create_topic, unique_name
@@ -23,7 +24,6 @@ from support.secured import (
     topic_acl,
     topic_acls,
 )
-from support.service import free_port
 from support.wait import wait_until
 
 

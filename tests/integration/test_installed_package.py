@@ -39,12 +39,13 @@ import pytest
 from confluent_kafka import Producer
 
 import mirrorline
+from mirrorline.process import free_port
 from support.crash_harness import EndOffsets, TopicReader, numbered_record
 from support.driver_process import DriverProcess
 from support.driving import write_config
 from support.kafka_io import consume, create_topic, unique_name
 from support.replica_audit import audit_partition
-from support.spark_standalone import StandaloneCluster, free_port
+from support.spark_standalone import StandaloneCluster
 from support.wait import wait_until
 
 CHECKOUT = Path(mirrorline.__file__).resolve().parents[2]

@@ -19,6 +19,7 @@ from confluent_kafka.admin import AclOperation
 
 from mirrorline.devcluster import DevClusters
 from mirrorline.devsecurity import REPLICATION_USER
+from mirrorline.process import free_port
 from support.driver_process import DriverProcess, child_env
 from support.kafka_io import (
     Record,
@@ -29,7 +30,7 @@ from support.kafka_io import (
     unique_name,
 )
 from support.secured import PRINCIPAL, grant_documented, revoke, secured_config, topic_acl
-from support.service import Protection, fetch, free_port
+from support.service import Protection, fetch
 from support.wait import wait_until
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -19,6 +18,7 @@ from typing import Any
 
 from mirrorline.certificates import CertificateAuthority, write_private
 from mirrorline.config import load_config
+from mirrorline.process import free_port
 from mirrorline.service.credentials import (
     Entry,
     check_role,
@@ -55,12 +55,6 @@ def write_aliased_config(path: Path, clusters: dict[str, Any], body: str) -> Pat
     lines += [f"{alias}.bootstrap.servers = {c.bootstrap_servers}" for alias, c in clusters.items()]
     path.write_text("\n".join(lines) + "\n" + COMMON + body)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -27,7 +26,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from mirrorline.process import dying_with_parent
+from mirrorline.process import dying_with_parent, free_port
 from support.sessions import kill_session
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -248,10 +247,3 @@ def _get_json(url: str) -> dict | None:
             return json.load(response)
     except (urllib.error.URLError, OSError, ValueError):
         return None
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now (the daemon binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]

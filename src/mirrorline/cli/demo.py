@@ -30,7 +30,7 @@ from mirrorline.admin_client import AdminClient
 from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
 from mirrorline.jvm import JvmSetupError
 from mirrorline.kafka import ensure_topic
-from mirrorline.process import dying_with_parent
+from mirrorline.process import dying_with_parent, free_port
 
 PARTITIONS = 3
 out = Console()
@@ -88,7 +88,7 @@ def demo(
         out.print(f"clusters: east {east.bootstrap_servers}, west {west.bootstrap_servers}")
         out.print(f"configuration: {config}; driver log: {directory / 'driver.log'}")
         driver = _start("driver", config, directory, "--work-dir", str(directory / "driver"))
-        port = port if _port_free(port) else _free_port()
+        port = port if _port_free(port) else free_port()
         service = _start("service", config, directory, "--port", str(port))
         out.print(
             f"web UI: http://127.0.0.1:{port}/  (REST API docs /docs, Prometheus /metrics); "
@@ -163,12 +163,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _produce(stream: _Stream, rate: int, stop: threading.Event) -> None:

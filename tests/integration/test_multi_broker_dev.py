@@ -76,8 +76,15 @@ def test_three_nodes_keep_writing_through_a_node_outage_and_a_restart(tmp_path):
         assert "moved back to their preferred replicas" in output
         assert under_replicated(config) == []
         # Both nodes taken away lead their preferred partitions again, the stopped one too.
-        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
-        assert all(p.leader == p.replicas[0] for p in partitions)
+        # The broker that answers may learn of the elections a moment after the command.
+        wait_until(
+            lambda: all(
+                p.leader == p.replicas[0]
+                for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+            ),
+            timeout=30,
+            what=f"every partition of {topic} led by its preferred replica",
+        )
         produce(config, topic, [Record(b"after", b"%d" % i, partition=i % 2) for i in range(50)])
 
         records = consume(config, topic, expected=150)

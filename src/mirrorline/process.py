@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import shutil
@@ -72,6 +73,7 @@ _LOWEST_PICK = 20000
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
+@functools.cache
 def _ephemeral_start() -> int:
     try:
         return int(_EPHEMERAL_RANGE.read_text().split()[0])

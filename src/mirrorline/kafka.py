@@ -7,7 +7,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from mirrorline.admin_client import AdminClient, destroy
@@ -169,14 +177,19 @@ def partition_offsets(
     *,
     timeout: float,
     what: str,
+    stable: bool = False,
 ) -> dict[tuple[str, int], int]:
     """Each partition's `earliest` (log start) or `latest` (log end) offset, in one request
-    per broker; `KafkaOperationError` names `what` (the cluster) and the partition."""
+    per broker; `KafkaOperationError` names `what` (the cluster) and the partition.
+
+    With `stable`, `latest` is the last stable offset: the end of what a
+    read-committed consumer can read, before any open transaction."""
     spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
     request = {TopicPartition(t, p): spec for t, p in partitions}
     if not request:
         return {}
-    futures = admin.list_offsets(request, request_timeout=timeout)
+    isolation = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
     offsets: dict[tuple[str, int], int] = {}
     for tp, future in futures.items():
         try:

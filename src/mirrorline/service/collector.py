@@ -17,7 +17,9 @@ positions, then follows them. Topics that do not exist yet (no flow has
 written there) are looked for again every `DISCOVERY_S` and read from their
 start once they appear. A probe asks the cluster for metadata every two
 seconds (`engine.health.ClusterProbe`, as a flow does), so that a cluster that
-stops answering shows in the view within seconds.
+stops answering shows in the view within seconds. A partition the consumer
+stops reading while it holds records (`service.stall_watch`) gets the reader a
+new consumer, at the positions the old one had reached.
 
 `catch_up()` waits until everything that was in the topics when they were
 assigned has been read: `mirrorline status` reads that much and answers.
@@ -46,7 +48,9 @@ from mirrorline.admin_client import AdminClient, destroy
 from mirrorline.control.remote_topics import METADATA_TOPIC, decode_metadata
 from mirrorline.engine.health import ClusterProbe
 from mirrorline.formats import Checkpoint, FormatError, Heartbeat
+from mirrorline.kafka import KafkaOperationError, partition_offsets
 from mirrorline.raw_metrics import METRICS_TOPIC, decode
+from mirrorline.service.stall_watch import StallWatch
 from mirrorline.service.target_view import CheckpointEntry, TargetView
 from mirrorline.verification.summary import decode_summary
 
@@ -55,6 +59,8 @@ log = logging.getLogger(__name__)
 DISCOVERY_S = 5.0
 EVICT_S = 10.0
 PROBE_S = 2.0
+STALL_CHECK_S = 5.0
+STALL_S = 20.0  # not one record read for this long, with records to read: a new consumer
 _TIMEOUT_S = 10.0
 
 
@@ -93,19 +99,23 @@ class TargetCollector:
         self._history_ms = history_s * 1000
         quiet = {"log_level": 0}  # unreachable clusters are reported by the probe
         self._admin = AdminClient({**admin_settings, **quiet})
-        self._consumer = Consumer(
-            {
-                **consumer_settings,
-                **quiet,
-                "group.id": f"mirrorline-service-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": False,
-                "allow.auto.create.topics": False,
-            }
-        )
+        self._consumer_settings = {
+            **consumer_settings,
+            **quiet,
+            "group.id": f"mirrorline-service-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "allow.auto.create.topics": False,
+        }
+        self._consumer = Consumer(self._consumer_settings)
         self._probe = ClusterProbe(alias, "target", admin_settings, METRICS_TOPIC)
         self._assigned: set[str] = set()
         self._ends: dict[tuple[str, int], int] = {}  # end offsets when assigned: catch-up
+        # Where each partition's reading started (an offset): its position until it
+        # has read a record, for the stall watch and a new consumer.
+        self._starts: dict[tuple[str, int], int] = {}
+        self._stalls: StallWatch[tuple[str, int]] = StallWatch(STALL_S)
+        self._renewed_at: dict[tuple[str, int], int] = {}  # stalled positions renewed once
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -143,6 +153,7 @@ class TargetCollector:
     def _read_loop(self) -> None:
         next_discovery = 0.0
         next_evict = time.monotonic() + EVICT_S
+        next_stall_check = time.monotonic() + STALL_CHECK_S
         while not self._stop.is_set():
             now = time.monotonic()
             try:
@@ -152,12 +163,17 @@ class TargetCollector:
                 if now >= next_evict:
                     next_evict = now + EVICT_S
                     self.view.evict(self._history_ms, _now_ms())
+                if now >= next_stall_check:
+                    next_stall_check = now + STALL_CHECK_S
+                    self._check_stalls()
                 if not self._assigned:
                     self._stop.wait(0.2)
                     continue
                 for msg in self._consumer.consume(1000, timeout=0.2):
                     if msg.error() is None:
                         self._dispatch(msg)
+                    else:  # librdkafka retries; a partition it gives up on is a stall
+                        log.debug("service: reading %s: %s", self.alias, msg.error())
                 self._check_caught_up()
             except Exception as exc:  # noqa: BLE001 - the probe reports an unreachable cluster
                 log.debug("service: reading %s: %s", self.alias, exc)
@@ -186,8 +202,10 @@ class TargetCollector:
         if metrics:
             self._from_history(metrics)
         for tp in partitions:
-            _, end = self._consumer.get_watermark_offsets(tp, timeout=_TIMEOUT_S, cached=False)
+            low, end = self._consumer.get_watermark_offsets(tp, timeout=_TIMEOUT_S, cached=False)
             self._ends[(tp.topic, tp.partition)] = end
+            start = {OFFSET_BEGINNING: low, OFFSET_END: end}.get(tp.offset, tp.offset)
+            self._starts[(tp.topic, tp.partition)] = start
         self._consumer.incremental_assign(partitions)
         self._assigned.update(tp.topic for tp in partitions)
         log.info("service: reading %s on %s", ", ".join(sorted(self._assigned)), self.alias)
@@ -211,6 +229,55 @@ class TargetCollector:
             for tp in positions
         ):
             self.view.mark_caught_up()
+
+    def _check_stalls(self) -> None:
+        """Read stalled partitions with a new consumer (see `service.stall_watch`); only
+        while the cluster answers, when a consumer that does not move is not expected."""
+        if not self._starts or not self.view.read(lambda v: v.probed and v.verdict.reachable):
+            self._stalls.reset()
+            return
+        keys = list(self._starts)
+        try:
+            ends = partition_offsets(
+                self._admin, keys, "latest", timeout=_TIMEOUT_S, what=self.alias, stable=True
+            )
+        except KafkaOperationError as exc:
+            log.debug("service: reading the ends of %s: %s", self.alias, exc)
+            return
+        positions = self._positions(keys)
+        stalled = self._stalls.stalled(time.monotonic(), {k: (positions[k], ends[k]) for k in keys})
+        # A new consumer that stops at the very same place would not be helped by another.
+        fresh = [k for k in stalled if self._renewed_at.get(k) != positions[k]]
+        if not fresh:
+            return
+        log.warning(
+            "service: the reader of %s stopped with records to read (%s); reading on with "
+            "a new consumer",
+            self.alias,
+            ", ".join(f"{t}[{p}] at {positions[(t, p)]} of {ends[(t, p)]}" for t, p in fresh),
+        )
+        self._renew(positions)
+        self._renewed_at.update((k, positions[k]) for k in fresh)
+
+    def _positions(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Each partition's next offset to read: its consumer's position, or where its
+        reading started while it has read nothing."""
+        found = self._consumer.position([TopicPartition(t, p) for t, p in keys])
+        return {
+            (tp.topic, tp.partition): tp.offset
+            if tp.offset >= 0
+            else self._starts[(tp.topic, tp.partition)]
+            for tp in found
+        }
+
+    def _renew(self, positions: dict[tuple[str, int], int]) -> None:
+        """Replace the consumer by a new one that reads every partition on from
+        `positions`: nothing read twice into the view, nothing skipped."""
+        old, self._consumer = self._consumer, Consumer(self._consumer_settings)
+        old.close()
+        self._consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        self._starts = dict(positions)
+        self._stalls.reset()
 
     def _dispatch(self, msg: Message) -> None:
         topic = msg.topic() or ""

@@ -297,11 +297,18 @@ def test_target_outage_is_reported_and_replication_resumes_without_loss(
             assert _status_command(config) == ("running", 0)
             expect(ui_state).to_have_attribute("data-state", "running", timeout=15_000)
             # The service reads the heartbeats topic again once the target is back.
-            wait_until(
-                lambda: (get_ok(flow_url)["last_heartbeat_ms"] or 0) > time.time() * 1000 - 30_000,
-                timeout=60,
-                what="the service to serve a heartbeat of the last 30 s",
-            )
+            try:
+                wait_until(
+                    lambda: (
+                        (get_ok(flow_url)["last_heartbeat_ms"] or 0) > time.time() * 1000 - 30_000
+                    ),
+                    timeout=60,
+                    what="the service to serve a heartbeat of the last 30 s",
+                )
+            except AssertionError as exc:
+                # Whether the driver stopped writing heartbeats or the service reading them.
+                emitted = driver.heartbeat_statuses()
+                raise AssertionError(f"{exc}; the driver's heartbeats: {emitted}") from None
     finally:
         producer.finish()  # a second call is harmless; on failure, never leave it running
 

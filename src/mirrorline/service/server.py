@@ -153,10 +153,14 @@ def _loopback(host: str) -> bool:
 
 
 def _clients(config: MirrorConfig, alias: str) -> ClusterClients:
+    """The clients that advertise this service in `alias`: quiet, as the collector's are
+    (the probe reports a cluster that does not answer, and a failed advertisement is
+    logged once a round), so that librdkafka's own lines never reach stderr."""
     cluster = config.clusters[alias]
+    quiet = {"log_level": 0}
     return ClusterClients(
         alias,
-        admin=cluster.client_settings("admin"),
-        producer=cluster.client_settings("producer"),
-        consumer=cluster.client_settings("consumer"),
+        admin={**cluster.client_settings("admin"), **quiet},
+        producer={**cluster.client_settings("producer"), **quiet},
+        consumer={**cluster.client_settings("consumer"), **quiet},
     )

@@ -275,7 +275,9 @@ class TargetCollector:
         `positions`: nothing read twice into the view, nothing skipped."""
         old, self._consumer = self._consumer, Consumer(self._consumer_settings)
         old.close()
-        self._consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+        self._consumer.incremental_assign(
+            [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+        )
         self._starts = dict(positions)
         self._stalls.reset()
 

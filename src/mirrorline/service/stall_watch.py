@@ -51,8 +51,6 @@ class StallWatch(Generic[K]):
                 self._standing[key] = _Standing(position, now)
             elif now - standing.since >= self._after_s:
                 found.append(key)
-        for key in set(self._standing) - set(progress):
-            del self._standing[key]  # no longer read
         return found
 
     def reset(self) -> None:

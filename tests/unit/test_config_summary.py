@@ -82,7 +82,8 @@ def test_modes_data_paths_and_loops_follow_the_settings() -> None:
     assert shown["policy"] == ["IdentityReplicationPolicy (orders → orders)"]
     real_time = rows(flow("A->B.data.path.mode = real-time\nA->B.real-time.batch.ms = 30000\n"))
     assert real_time["data path"] == [
-        "real-time (batches of 30 s, progress saved every second), one task per source partition"
+        "real-time (batches of 30 s, progress saved four times a second), "
+        "one task per source partition"
     ]
     on, off = loops(flow("sync.group.offsets.enabled = true\nemit.metrics.enabled = false\n"))
     assert "sync.group.offsets 60 s" in on

@@ -62,11 +62,10 @@ def signal_handlers():
         signal.signal(number, handler)
 
 
-def test_driver_passes_master_and_spark_conf_to_the_session(
-    tmp_path: Path, monkeypatch, signal_handlers
-):
+def _session_arguments(tmp_path: Path, monkeypatch, config_text: str, *options: str) -> dict:
+    """What `mirrorline driver` passes to `build_spark_session` (stopped right there)."""
     config = tmp_path / "mm2.properties"
-    config.write_text(CONFIG)
+    config.write_text(config_text)
     calls = []
 
     def no_spark(**kwargs):
@@ -75,25 +74,42 @@ def test_driver_passes_master_and_spark_conf_to_the_session(
 
     monkeypatch.setattr(session, "build_spark_session", no_spark)
     result = CliRunner().invoke(
-        app,
-        [
-            "driver", "-c", str(config), "--master", "spark://10.0.0.1:7077",
-            "--work-dir", str(tmp_path / "driver"),
-            "--spark-conf", "spark.executor.memory=3g",
-            "--spark-conf", "spark.ui.port=4050",
-        ],
-    )  # fmt: skip
+        app, ["driver", "-c", str(config), "--work-dir", str(tmp_path / "driver"), *options]
+    )
     assert result.exit_code == 1, result.output
     assert "stopped before starting Spark" in result.stderr
-    assert calls == [
-        {
-            "app_name": "mirrorline driver",
-            "master": "spark://10.0.0.1:7077",
-            "conf": {"spark.executor.memory": "3g", "spark.ui.port": "4050"},
-            "log_level": "WARN",
-            "log_json": False,
-        }
-    ]
+    assert len(calls) == 1
+    return calls[0]
+
+
+def test_driver_passes_master_and_spark_conf_to_the_session(
+    tmp_path: Path, monkeypatch, signal_handlers
+):
+    arguments = _session_arguments(
+        tmp_path,
+        monkeypatch,
+        CONFIG,
+        "--master", "spark://10.0.0.1:7077",
+        "--spark-conf", "spark.executor.memory=3g",
+        "--spark-conf", "spark.ui.port=4050",
+    )  # fmt: skip
+    assert arguments == {
+        "app_name": "mirrorline driver",
+        "master": "spark://10.0.0.1:7077",
+        "conf": {"spark.executor.memory": "3g", "spark.ui.port": "4050"},
+        "log_level": "WARN",
+        "log_json": False,
+        "real_time": False,
+    }
+
+
+def test_a_driver_with_a_real_time_flow_asks_for_its_session_settings(
+    tmp_path: Path, monkeypatch, signal_handlers
+):
+    arguments = _session_arguments(
+        tmp_path, monkeypatch, CONFIG + "a->b.data.path.mode = real-time\n"
+    )
+    assert arguments["real_time"] is True
 
 
 def test_driver_refuses_a_malformed_spark_conf_before_anything_else(tmp_path: Path):

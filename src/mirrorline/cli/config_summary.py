@@ -208,7 +208,7 @@ def _data_path(flow: FlowConfig) -> str:
     )
     if flow.value("data.path.mode") == "real-time":
         batch = _seconds(flow.value("real-time.batch.ms") / 1000)
-        return f"real-time (batches of {batch}, progress saved every second), {spread}"
+        return f"real-time (batches of {batch}, progress saved four times a second), {spread}"
     records = flow.value("max.poll.records")
     return f"micro-batch (at most {records} records per partition and batch), {spread}"
 

@@ -161,6 +161,7 @@ def driver(
             conf=spark_settings,
             log_level=logs.spark_level(),
             log_json=logs.is_json(),
+            real_time=any(flow.value("data.path.mode") == "real-time" for flow in flows),
         )
     except BaseException as exc:
         promise.fail(str(exc))

@@ -356,7 +356,7 @@ _SPECS = [
         lambda t: parse_int(t, minimum=5000),
         "Mirrorline: in real-time mode, how long each of Spark's batches lasts; every batch's "
         "end pauses the copying for a second or two, so the longer the better (at least 5000, "
-        "Spark's minimum). Offset syncs and progress follow the tasks' reports every second "
+        "Spark's minimum). Offset syncs and progress follow the tasks' reports, four a second, "
         "whatever the length.",
     ),
 ]

@@ -7,18 +7,18 @@ dead letters as the micro-batch writer, through one producer shared by the
 executor's tasks), so a record's age at the target is a fetch and a produce,
 not a micro-batch.
 
-Every second each task makes a report of what the target has settled: for its
-source partition, the offset below which every record is acknowledged (or
-needed no copy), with the exact offset mapping of those records as runs, and
-its counters. Reports are cumulative over the task: the executor's heartbeat
-(one a second, `spark.executor.heartbeatInterval`) carries the latest one to
+Four times a second each task makes a report of what the target has settled:
+for its source partition, the offset below which every record is acknowledged
+(or needed no copy), with the exact offset mapping of those records as runs,
+and its counters. Reports are cumulative over the task: the executor's heartbeat
+(four a second, `spark.executor.heartbeatInterval`) carries the latest one to
 the driver while the task runs, and Spark hands over the final one when the
 task ends (`RealTimeSink.takeResults`). A report may come twice or late; its
 sequence number tells, and a lost one is made good by the next.
 
 `RealTimeResults` turns the reports into what is new since the last one it
-handed over, and gives that to the flow's `BatchCommitter` about every second:
-offset syncs, runs and progress are written as for a micro-batch. So offset
+handed over, and gives that to the flow's `BatchCommitter` within `POLL_S` of
+its arrival: offset syncs, runs and progress are written as for a micro-batch. So offset
 syncs and checkpoints stay about a heartbeat behind the records however long a
 batch lasts, and batches can be long: each batch's end still pauses the
 copying (the tasks end, Spark saves its logs, new tasks start and seek), so the
@@ -28,8 +28,8 @@ wait until every task of the one before has ended.
 Guarantees: at-least-once, never exactly-once (Spark's real-time mode gives a
 batch no transaction; the configuration refuses the combination). After a
 stop, a crash or a lost leadership the flow starts from the saved progress:
-what the tasks wrote after their last report reached the driver (about two
-seconds of records) is written again.
+what the tasks wrote after their last report reached the driver (under a
+second of records) is written again.
 
 Spark needs a task slot for every long-running task at once: a real-time flow
 on N source partitions needs N free slots (`--master local[N]` or more, or N

@@ -88,15 +88,22 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.ui.retainedTasks": "2000",
     "spark.sql.ui.retainedExecutions": "100",
     "spark.sql.session.timeZone": "UTC",
-    # Real-time tasks report what the target settled in their executor's heartbeats
-    # (`engine.real_time`): a heartbeat a second keeps offset syncs and progress
-    # about a second behind the records (Spark's default is ten).
+    # Executors report to the driver once a second (Spark's default: every ten);
+    # a driver with a real-time flow, four times (`REAL_TIME_CONF`).
     "spark.executor.heartbeatInterval": "1s",
     # Spark redacts settings and source options whose name matches these when it
     # shows or logs them; Kafka's `sasl.jaas.config` holds a password in its value.
     "spark.redaction.regex": r"(?i)secret|password|token|access[.]?key|jaas|credential",
     "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|secret|token",
 }
+
+# Real-time tasks report what the target settled in their executor's heartbeats
+# (`engine.real_time`), four times a second: as many heartbeats keep offset syncs,
+# progress and so checkpoints about half a second behind the records. At one a
+# second, checkpoints were 2 s old at p50 against MM2's 1 s (benchmarks/RESULTS.md,
+# "Real-time checkpoints"). Only for real-time flows: every heartbeat costs each
+# executor some CPU, and micro-batch flows report with their batches.
+REAL_TIME_CONF = {"spark.executor.heartbeatInterval": "250ms"}
 
 
 def executor_jars(
@@ -127,6 +134,7 @@ def build_spark_session(
     log_level: str = "WARN",
     log_json: bool = False,
     archive_to: Path | None = None,
+    real_time: bool = False,
 ):
     """Create (or return the running) Spark session with Mirrorline's settings.
 
@@ -135,7 +143,8 @@ def build_spark_session(
     then `MIRRORLINE_SPARK_MASTER`, then `local[*]`. `log_json`: the driver's JVM logs
     one JSON object per line, as `mirrorline --log-format json` does. `archive_to`:
     the JVM writes its class archive there as it exits (`engine.class_archive`),
-    instead of mapping the one there is.
+    instead of mapping the one there is. `real_time`: a flow of the driver runs in
+    real-time mode (`REAL_TIME_CONF`, below `conf`).
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -148,6 +157,8 @@ def build_spark_session(
 
     settings = dict(DEFAULT_CONF)
     settings.update(cluster_settings(master))
+    if real_time:
+        settings.update(REAL_TIME_CONF)
     log_files = ["spark-log4j2.properties"] + (["spark-log4j2-json.properties"] * log_json)
     log_config = ",".join(
         f"file:{resources.files('mirrorline.resources') / name}" for name in log_files

@@ -35,7 +35,7 @@ DATA_PATH_PRODUCER = {
     "compression.type": "none",
 }
 DATA_PATH_CONSUMER = {
-    "max.poll.records": "40000",
+    "max.poll.records": "100000",
     "fetch.min.bytes": "1",
     "fetch.max.bytes": "52428800",
     "max.partition.fetch.bytes": "10485760",

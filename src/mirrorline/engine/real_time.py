@@ -18,11 +18,11 @@ sequence number tells, and a lost one is made good by the next.
 
 `RealTimeResults` turns the reports into what is new since the last one it
 handed over, and gives that to the flow's `BatchCommitter` within `POLL_S` of
-its arrival: offset syncs, runs and progress are written as for a micro-batch. So offset
-syncs and checkpoints stay about a heartbeat behind the records however long a
-batch lasts, and batches can be long: each batch's end still pauses the
-copying (the tasks end, Spark saves its logs, new tasks start and seek), so the
-fewer the better. Batches are handed over in order: a later batch's reports
+its arrival: offset syncs, runs and progress are written as for a micro-batch.
+So offset syncs and checkpoints stay about a heartbeat behind the records
+however long a batch lasts, and batches can be long: each batch's end still
+pauses the copying (the tasks end, Spark saves its logs, new tasks start and
+seek), so the fewer the better. Batches are handed over in order: a later batch's reports
 wait until every task of the one before has ended.
 
 Guarantees: at-least-once, never exactly-once (Spark's real-time mode gives a

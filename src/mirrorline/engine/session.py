@@ -98,11 +98,12 @@ DEFAULT_CONF: Mapping[str, str] = {
 }
 
 # Real-time tasks report what the target settled in their executor's heartbeats
-# (`engine.real_time`), four times a second: as many heartbeats keep offset syncs,
-# progress and so checkpoints about half a second behind the records. At one a
-# second, checkpoints were 2 s old at p50 against MM2's 1 s (benchmarks/RESULTS.md,
-# "Real-time checkpoints"). Only for real-time flows: every heartbeat costs each
-# executor some CPU, and micro-batch flows report with their batches.
+# (`engine.real_time`), four times a second: as many heartbeats keep offset syncs
+# and progress about half a second behind the records, where one a second left
+# them up to two seconds behind, and a group's checkpoints two seconds old at p50
+# (MM2's: one; benchmarks/RESULTS.md, "Real-time checkpoints"). Only for
+# real-time flows: every heartbeat costs each executor some CPU, and micro-batch
+# flows report with their batches.
 REAL_TIME_CONF = {"spark.executor.heartbeatInterval": "250ms"}
 
 

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from mirrorline.cli import logs
 from mirrorline.config import ConfigError, FlowConfig, load_config
+from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.plugins import plugin_jars
 from mirrorline.control.heartbeats import HeartbeatStatus, heartbeat_flows_for
 from mirrorline.driver import (
@@ -161,7 +162,7 @@ def driver(
             conf=spark_settings,
             log_level=logs.spark_level(),
             log_json=logs.is_json(),
-            real_time=any(flow.value("data.path.mode") == "real-time" for flow in flows),
+            real_time=any(FlowSettings.of(flow).real_time_batch_ms is not None for flow in flows),
         )
     except BaseException as exc:
         promise.fail(str(exc))

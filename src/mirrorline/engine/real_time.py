@@ -7,11 +7,12 @@ dead letters as the micro-batch writer, through one producer shared by the
 executor's tasks), so a record's age at the target is a fetch and a produce,
 not a micro-batch.
 
-Four times a second each task makes a report of what the target has settled:
-for its source partition, the offset below which every record is acknowledged
-(or needed no copy), with the exact offset mapping of those records as runs,
-and its counters. Reports are cumulative over the task: the executor's heartbeat
-(four a second, `spark.executor.heartbeatInterval`) carries the latest one to
+As often as the executors' heartbeats (`spark.executor.heartbeatInterval`,
+four a second for a driver with a real-time flow: `engine.session`), each task
+makes a report of what the target has settled: for its source partition, the
+offset below which every record is acknowledged (or needed no copy), with the
+exact offset mapping of those records as runs, and its counters. Reports are
+cumulative over the task: the executor's heartbeat carries the latest one to
 the driver while the task runs, and Spark hands over the final one when the
 task ends (`RealTimeSink.takeResults`). A report may come twice or late; its
 sequence number tells, and a lost one is made good by the next.
@@ -22,8 +23,8 @@ its arrival: offset syncs, runs and progress are written as for a micro-batch.
 So offset syncs and checkpoints stay about a heartbeat behind the records
 however long a batch lasts, and batches can be long: each batch's end still
 pauses the copying (the tasks end, Spark saves its logs, new tasks start and
-seek), so the fewer the better. Batches are handed over in order: a later batch's reports
-wait until every task of the one before has ended.
+seek), so the fewer the better. Batches are handed over in order: a later
+batch's reports wait until every task of the one before has ended.
 
 Guarantees: at-least-once, never exactly-once (Spark's real-time mode gives a
 batch no transaction; the configuration refuses the combination). After a

@@ -97,8 +97,9 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.redaction.options.regex": r"(?i)url|jaas|password|secret|token",
 }
 
-# Real-time tasks report what the target settled in their executor's heartbeats
-# (`engine.real_time`), four times a second: as many heartbeats keep offset syncs
+# Real-time tasks report what the target settled as often as their executor's
+# heartbeats carry the reports (`engine.real_time`), so this sets how often: four
+# times a second. As many heartbeats keep offset syncs
 # and progress about half a second behind the records, where one a second left
 # them up to two seconds behind, and a group's checkpoints two seconds old at p50
 # (MM2's: one; benchmarks/RESULTS.md, "Real-time checkpoints"). Only for

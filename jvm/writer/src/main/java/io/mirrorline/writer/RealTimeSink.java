@@ -28,6 +28,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * transaction of its own.
  */
 public final class RealTimeSink {
+  /** The tasks report as often as the executors' heartbeats carry reports (default: Spark's). */
+  private static final String HEARTBEAT_INTERVAL = "spark.executor.heartbeatInterval";
   private final StreamingQuery query;
   private final BatchResults results;
   private final SparkContext context;
@@ -61,7 +63,8 @@ public final class RealTimeSink {
           .option("checkpointLocation", checkpoint)
           .outputMode("update")
           .trigger(Trigger.RealTime(batchMs))
-          .foreach(new RealTimeWriter(spec, new SourceRecord.Columns(records.schema()), results))
+          .foreach(new RealTimeWriter(spec, new SourceRecord.Columns(records.schema()), results,
+              context.conf().getTimeAsMs(HEARTBEAT_INTERVAL, "10s")))
           .start();
     } catch (TimeoutException | RuntimeException e) {
       context.removeSparkListener(heartbeats);

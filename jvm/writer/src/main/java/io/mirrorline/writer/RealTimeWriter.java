@@ -18,14 +18,15 @@ import org.apache.spark.sql.Row;
 
 /**
  * The sink of a real-time query: each long-running task sends its records as they
- * arrive, at least once, and reports what the target settled four times a second.
+ * arrive, at least once, and reports what the target settled at every heartbeat.
  *
  * <p>Spark opens one writer per source partition and batch ({@code epochId} is the
  * batch), hands it every record of the batch as it is read, and closes it at the
  * batch's end. The tasks of an executor send through one shared producer
  * ({@link ProducerPool#shared}).
  *
- * <p>Every {@link #REPORT_MS}, whether records arrive or not, the task puts its
+ * <p>Every {@code reportMs} (the executors' heartbeat interval, so that each
+ * heartbeat carries a fresh report), whether records arrive or not, the task puts its
  * report in {@link BatchResults} in place of the one before: the batch, the
  * task's source partition index, its attempt, a sequence number, and the
  * summaries of what the target has settled so far ({@link AtLeastOnceWriter#report}).
@@ -42,8 +43,6 @@ import org.apache.spark.sql.Row;
  */
 final class RealTimeWriter extends ForeachWriter<Row> {
   private static final long serialVersionUID = 1L;
-  /** How often a task reports what the target settled (the executor's heartbeat too). */
-  static final long REPORT_MS = 250;
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final ScheduledExecutorService REPORTS =
       Executors.newSingleThreadScheduledExecutor(task -> {
@@ -54,6 +53,7 @@ final class RealTimeWriter extends ForeachWriter<Row> {
   private final WriteSpec spec;
   private final SourceRecord.Columns columns;
   private final BatchResults results;
+  private final long reportMs;
   // Held by the task thread per record, and by the report; a report that finds the
   // task busy (a send waiting for room in the producer's buffer) waits for the next round.
   private transient ReentrantLock lock;
@@ -64,10 +64,12 @@ final class RealTimeWriter extends ForeachWriter<Row> {
   private transient int attempt;
   private transient long reports;
 
-  RealTimeWriter(WriteSpec spec, SourceRecord.Columns columns, BatchResults results) {
+  RealTimeWriter(WriteSpec spec, SourceRecord.Columns columns, BatchResults results,
+      long reportMs) {
     this.spec = spec;
     this.columns = columns;
     this.results = results;
+    this.reportMs = reportMs;
   }
 
   @Override
@@ -79,7 +81,7 @@ final class RealTimeWriter extends ForeachWriter<Row> {
     attempt = context == null ? 0 : context.attemptNumber();
     writer = new AtLeastOnceWriter(spec);
     writer.open();
-    reporting = REPORTS.scheduleAtFixedRate(this::report, REPORT_MS, REPORT_MS,
+    reporting = REPORTS.scheduleAtFixedRate(this::report, reportMs, reportMs,
         TimeUnit.MILLISECONDS);
     return true;
   }

@@ -21,7 +21,8 @@ An offset that cannot be translated exactly (not replicated yet, older than the
 kept runs) gets no checkpoint this time; the previous one stays. A group that
 keeps up with the stream is always a little ahead of the flow's saved progress:
 its partitions get the newest earlier commit the progress has reached
-(`control.ahead_commits`), so their checkpoints trail by seconds.
+(`control.ahead_commits`), checkpointed as soon as the progress passes it
+(`catch_up`, between rounds), so their checkpoints trail by about a second.
 
 With `sync.group.offsets.enabled`, every `sync.group.offsets.interval.seconds`
 the checkpointed offsets are also committed to the same groups on the target,
@@ -190,13 +191,14 @@ class Checkpointer:
             (t, p) for t, n in {**replicated, **self._from_target()}.items() for p in range(n)
         ]
         for group in self._groups:
-            read_at = time.monotonic()
+            now = time.monotonic()
             offsets = committed_offsets(self._source_consumer, group, partitions, _TIMEOUT_S)
             for (topic, partition), committed in sorted(offsets.items()):
+                read_at = now
                 if topic in replicated:
                     name = self.flow.remote_topic(topic)
-                    committed, translation = self._translate(
-                        store, group, (topic, partition), committed, read_until
+                    committed, read_at, translation = self._translate(
+                        store, group, (topic, partition), committed, now, read_until
                     )
                 elif self._came_from_target(topic):
                     if reverse is None:
@@ -225,25 +227,61 @@ class Checkpointer:
                 )
                 if emitted.get((group, name, partition)) != checkpoint:
                     changed.append((checkpoint, topic, read_at))
-        if changed:
-            self._topic.write((c.key(), c.value()) for c, _, _ in changed)
-            acknowledged = time.monotonic()
-            for checkpoint, _, _ in changed:
-                emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
-            latencies = [
-                CheckpointLatency(
-                    c.group, topic, c.topic, c.partition, int((acknowledged - read_at) * 1000)
-                )
-                for c, topic, read_at in changed
-            ]
-            with self._lock:
-                self._latencies_ms.extend(entry.latency_ms for entry in latencies)
-            self._count += len(changed)
-            if self._on_written is not None:
-                self._on_written(latencies)
+        self._write(changed)
         self._untranslated = untranslated
         self._translated_by_timestamp = tuple(sorted(by_timestamp))
         return len(changed)
+
+    def catch_up(self, store: TranslationStore, read_until: Mapping[SourcePartition, int]) -> int:
+        """Checkpoint the commits noted ahead of the progress that it has passed since.
+
+        Runs between rounds, as often as the flow looks at its loops: a group that
+        keeps up gets its checkpoint as soon as the saved progress passes the
+        commit, not at the next round. Nothing is read from the source; what the
+        progress passed and cannot be translated waits for the next round.
+        Returns how many checkpoints were written.
+        """
+        emitted = self._prepare()
+        changed: list[tuple[Checkpoint, str, float]] = []
+        for key in self._ahead.keys():
+            group, topic, partition = key
+            until = read_until.get((topic, partition))
+            reached = self._ahead.reached(key, until) if until is not None else None
+            if reached is None:
+                continue
+            committed, read_at = reached
+            translation = store.translate((topic, partition), committed.offset, until)
+            if translation.offset is None:
+                continue
+            name = self.flow.remote_topic(topic)
+            checkpoint = Checkpoint(
+                group, name, partition, committed.offset, translation.offset, committed.metadata
+            )
+            if emitted.get((group, name, partition)) != checkpoint:
+                changed.append((checkpoint, topic, read_at))
+        self._write(changed)
+        return len(changed)
+
+    def _write(self, changed: Sequence[tuple[Checkpoint, str, float]]) -> None:
+        """Write checkpoints (each with its source topic and when its offset was read)."""
+        if not changed:
+            return
+        emitted = self._prepare()
+        self._topic.write((c.key(), c.value()) for c, _, _ in changed)
+        acknowledged = time.monotonic()
+        for checkpoint, _, _ in changed:
+            emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
+        latencies = [
+            CheckpointLatency(
+                c.group, topic, c.topic, c.partition, int((acknowledged - read_at) * 1000)
+            )
+            for c, topic, read_at in changed
+        ]
+        with self._lock:
+            self._latencies_ms.extend(entry.latency_ms for entry in latencies)
+        self._count += len(changed)
+        if self._on_written is not None:
+            self._on_written(latencies)
 
     def _translate(
         self,
@@ -251,19 +289,22 @@ class Checkpointer:
         group: str,
         partition: SourcePartition,
         committed: OffsetAndMetadata,
+        read_at: float,
         read_until: Mapping[SourcePartition, int],
-    ) -> tuple[OffsetAndMetadata, Translation]:
-        """The commit to checkpoint for a replicated partition and its translation: the
-        group's current one, or while that is ahead of the progress, the newest earlier
-        one the progress has reached (`control.ahead_commits`)."""
+    ) -> tuple[OffsetAndMetadata, float, Translation]:
+        """The commit to checkpoint for a replicated partition, when it was read, and its
+        translation: the group's current one, or while that is ahead of the progress,
+        the newest earlier one the progress has reached (`control.ahead_commits`)."""
         until = read_until.get(partition)
         key = (group, *partition)
         if until is None or committed.offset <= until:
             self._ahead.forget(key)
         else:
-            self._ahead.note(key, committed)
-            committed = self._ahead.reached(key, until) or committed
-        return committed, store.translate(partition, committed.offset, until)
+            self._ahead.note(key, committed, read_at)
+            reached = self._ahead.reached(key, until)
+            if reached is not None:
+                committed, read_at = reached
+        return committed, read_at, store.translate(partition, committed.offset, until)
 
     def sync_group_offsets(self) -> int:
         """Commit the checkpointed offsets to idle target groups; the partitions moved."""

@@ -10,7 +10,8 @@ hold (`FlowRunner.tick`):
   deleted before the flow read them;
 - `CHECKPOINTS`, once the query runs on its partitions (checkpoints translate
   through them): consumer group refresh, checkpoints (then runs no source
-  record needs any more are pruned) and, when enabled, group offset sync.
+  record needs any more are pruned), between rounds the checkpoints of commits
+  the progress just passed, and, when enabled, group offset sync.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class FlowLoops:
             schedule.every(
                 "checkpoints", intervals.emit_checkpoints, self.emit_checkpoints, stage=CHECKPOINTS
             )
+            # Due at every look (the flow's tick): commits noted ahead of the progress
+            # are checkpointed as soon as it passes them, not a round later.
+            schedule.every("checkpoint catch-up", 0.0, self.catch_up_checkpoints, stage=CHECKPOINTS)
             if intervals.sync_group_offsets is not None:
                 schedule.every(
                     "group offset sync",
@@ -171,6 +175,13 @@ class FlowLoops:
             if lost:
                 moved = {(g.topic, g.partition): g.end for g in lost}
                 self.committer.skip(moved, lost, self._term(), timeout=_TIMEOUT_S)
+
+    def catch_up_checkpoints(self) -> None:
+        """Checkpoints of the noted commits that the committed progress passed since."""
+        if self.checkpointer is not None:
+            self.checkpointer.catch_up(
+                self.committer.translation, self.committer.committed_offsets()
+            )
 
     def emit_checkpoints(self) -> None:
         """Checkpoints of the committed offsets; then runs no source record needs go."""

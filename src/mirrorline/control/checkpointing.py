@@ -6,8 +6,8 @@ of the source groups its group filter selects (the list is refreshed every
 (`control.translation`) and writes the checkpoints that changed to
 `<source>.checkpoints.internal` on the target, in MM2's format: group, the
 topic's name on the target, partition, the source offset, the translated
-offset and the group's commit metadata. MM2's `RemoteClusterUtils` and
-Mirrorline's client read them.
+offset and the group's commit metadata (`control.checkpoint_log` writes them).
+MM2's `RemoteClusterUtils` and Mirrorline's client read them.
 
 Two kinds of source topics are checkpointed:
 
@@ -36,17 +36,15 @@ positions) are never checkpointed, whatever the filter says.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from mirrorline.checkpoints import CheckpointKey, read_checkpoints
 from mirrorline.config.model import FlowConfig
 from mirrorline.control.ahead_commits import AheadCommits
+from mirrorline.control.checkpoint_log import CheckpointLog, Pending
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.timestamp_translation import TimestampTranslator
 from mirrorline.control.translation import SourcePartition, Translation, TranslationStore
@@ -60,15 +58,12 @@ from mirrorline.group_offsets import (
     describe_group,
     plan_moves,
 )
-from mirrorline.internal_topic import InternalTopic
 from mirrorline.kafka import KafkaOperationError
 from mirrorline.raw_metrics import CheckpointLatency
 
 log = logging.getLogger(__name__)
 
 INTERNAL_GROUP_PREFIX = "mirrorline."
-# How many recent checkpoint latencies the percentiles are computed over.
-LATENCY_WINDOW = 2000
 _TIMEOUT_S = 10.0
 
 
@@ -98,27 +93,14 @@ class Checkpointer:
         context: FlowContext,
         on_written: Callable[[Sequence[CheckpointLatency]], None] | None = None,
     ) -> None:
-        """`on_written` is told each round's checkpoint latencies (it must not block)."""
+        """`on_written` is told each write's checkpoint latencies (it must not block)."""
         self._context = context
-        flow = context.flow
-        self._on_written = on_written
-        self.topic = flow.checkpoints_topic
         self._source = context.source
         self._target = context.target
         self._source_consumer = context.source.consumer_settings
         self._target_consumer = context.target.consumer_settings
-        self._topic = InternalTopic(
-            self.topic,
-            context.target,
-            what=f"flow {flow.name}: checkpoints",
-            config={"cleanup.policy": "compact"},
-            replication_factor=context.settings.checkpoints_replication_factor,
-        )
+        self._checkpoints = CheckpointLog(context, on_written)
         self._groups: list[str] = []
-        self._emitted: dict[CheckpointKey, Checkpoint] | None = None  # None: not read yet
-        self._lock = threading.Lock()  # the status is read from another thread
-        self._latencies_ms: deque[float] = deque(maxlen=LATENCY_WINDOW)
-        self._count = 0
         self._untranslated: list[str] = []
         self._translated_by_timestamp: tuple[str, ...] = ()
         self._timestamps = TimestampTranslator(context)
@@ -134,19 +116,7 @@ class Checkpointer:
 
     def forget(self) -> None:
         """Read the checkpoints topic again before the next round (another driver wrote it)."""
-        self._emitted = None
-
-    def _prepare(self) -> dict[CheckpointKey, Checkpoint]:
-        """Create the checkpoints topic if needed and learn what was emitted before.
-
-        Done by the first round, so that a checkpoints topic that cannot be
-        created is a problem of this loop, not of the flow's replication.
-        """
-        if self._emitted is not None:
-            return self._emitted
-        self._topic.ensure()
-        self._emitted = read_checkpoints(self._target_consumer, self.topic)
-        return self._emitted
+        self._checkpoints.forget()
 
     def refresh_groups(self) -> list[str]:
         """The source's consumer groups that the flow checkpoints."""
@@ -182,9 +152,9 @@ class Checkpointer:
         flow replicates to their partition counts; `read_until` is the flow's
         next source offset per partition.
         """
-        emitted = self._prepare()
+        emitted = self._checkpoints.emitted()
         reverse: TranslationStore | None = None
-        changed: list[tuple[Checkpoint, str, float]] = []  # with the source topic
+        changed: list[Pending] = []  # with the source topic
         untranslated: list[str] = []
         by_timestamp: set[str] = set()
         partitions = [
@@ -227,7 +197,7 @@ class Checkpointer:
                 )
                 if emitted.get((group, name, partition)) != checkpoint:
                     changed.append((checkpoint, topic, read_at))
-        self._write(changed)
+        self._checkpoints.write(changed)
         self._untranslated = untranslated
         self._translated_by_timestamp = tuple(sorted(by_timestamp))
         return len(changed)
@@ -241,8 +211,8 @@ class Checkpointer:
         progress passed and cannot be translated waits for the next round.
         Returns how many checkpoints were written.
         """
-        emitted = self._prepare()
-        changed: list[tuple[Checkpoint, str, float]] = []
+        emitted = self._checkpoints.emitted()
+        changed: list[Pending] = []
         for key in self._ahead.keys():
             group, topic, partition = key
             until = read_until.get((topic, partition))
@@ -259,29 +229,8 @@ class Checkpointer:
             )
             if emitted.get((group, name, partition)) != checkpoint:
                 changed.append((checkpoint, topic, read_at))
-        self._write(changed)
+        self._checkpoints.write(changed)
         return len(changed)
-
-    def _write(self, changed: Sequence[tuple[Checkpoint, str, float]]) -> None:
-        """Write checkpoints (each with its source topic and when its offset was read)."""
-        if not changed:
-            return
-        emitted = self._prepare()
-        self._topic.write((c.key(), c.value()) for c, _, _ in changed)
-        acknowledged = time.monotonic()
-        for checkpoint, _, _ in changed:
-            emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
-        latencies = [
-            CheckpointLatency(
-                c.group, topic, c.topic, c.partition, int((acknowledged - read_at) * 1000)
-            )
-            for c, topic, read_at in changed
-        ]
-        with self._lock:
-            self._latencies_ms.extend(entry.latency_ms for entry in latencies)
-        self._count += len(changed)
-        if self._on_written is not None:
-            self._on_written(latencies)
 
     def _translate(
         self,
@@ -310,7 +259,7 @@ class Checkpointer:
         """Commit the checkpointed offsets to idle target groups; the partitions moved."""
         wanted: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         selected = set(self._groups)
-        for (group, topic, partition), checkpoint in self._prepare().items():
+        for (group, topic, partition), checkpoint in self._checkpoints.emitted().items():
             if group in selected:
                 wanted.setdefault(group, {})[(topic, partition)] = OffsetAndMetadata(
                     checkpoint.downstream_offset, checkpoint.metadata
@@ -351,14 +300,13 @@ class Checkpointer:
         return moved
 
     def stats(self) -> CheckpointStats:
-        with self._lock:
-            latencies = sorted(self._latencies_ms)
+        p50, p99 = self._checkpoints.latency_percentiles()
         return CheckpointStats(
             groups=len(self._groups),
-            checkpoints_emitted=self._count,
+            checkpoints_emitted=self._checkpoints.count,
             untranslated=len(self._untranslated),
-            latency_p50_ms=_percentile(latencies, 0.50),
-            latency_p99_ms=_percentile(latencies, 0.99),
+            latency_p50_ms=p50,
+            latency_p99_ms=p99,
             group_offsets_synced=self._synced,
             groups_skipped_active=self._skipped_active,
             offsets_held_back=self._held_back,
@@ -367,7 +315,7 @@ class Checkpointer:
         )
 
     def close(self) -> None:
-        self._topic.close()
+        self._checkpoints.close()
 
     @staticmethod
     def _copied_before_runs(
@@ -410,9 +358,3 @@ def _describe(
     group: str, topic: str, partition: int, committed: OffsetAndMetadata, t: Translation
 ) -> str:
     return f"group {group} at offset {committed.offset} of {topic}[{partition}]: {t.reason}"
-
-
-def _percentile(ordered: list[float], q: float) -> float | None:
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

@@ -19,6 +19,11 @@ log = logging.getLogger(__name__)
 CheckpointKey = tuple[str, str, int]  # (group, topic on the target, partition)
 
 
+def checkpoint_key(checkpoint: Checkpoint) -> CheckpointKey:
+    """The (group, topic, partition) a checkpoint is the latest of."""
+    return checkpoint.group, checkpoint.topic, checkpoint.partition
+
+
 def read_checkpoints(
     consumer_settings: Mapping[str, object],
     topic: str,
@@ -44,6 +49,5 @@ def read_checkpoints(
             log.warning("%s offset %d is not a checkpoint, skipped: %s", topic, msg.offset(), exc)
             continue
         if group is None or checkpoint.group == group:
-            key = (checkpoint.group, checkpoint.topic, checkpoint.partition)
-            latest[key] = checkpoint
+            latest[checkpoint_key(checkpoint)] = checkpoint
     return latest

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from mirrorline.checkpoints import CheckpointKey, read_checkpoints
+from mirrorline.checkpoints import CheckpointKey, checkpoint_key, read_checkpoints
 from mirrorline.flow_context import FlowContext
 from mirrorline.formats import Checkpoint
 from mirrorline.internal_topic import InternalTopic
@@ -67,15 +67,18 @@ class CheckpointLog:
             self._emitted = read_checkpoints(self._target_consumer, self.topic)
         return self._emitted
 
-    def write(self, pending: Sequence[Pending]) -> None:
-        """Write checkpoints and count how long each took since its offset was read."""
-        if not pending:
-            return
+    def write(self, checkpoints: Sequence[Pending]) -> int:
+        """Write the checkpoints that differ from the last one written for their group
+        partition, and count how long each took since its offset was read; how many
+        were written. The first call creates the topic, even with nothing to write."""
         emitted = self.emitted()
+        pending = [p for p in checkpoints if emitted.get(checkpoint_key(p[0])) != p[0]]
+        if not pending:
+            return 0
         self._topic.write((c.key(), c.value()) for c, _, _ in pending)
         acknowledged = time.monotonic()
         for checkpoint, _, _ in pending:
-            emitted[(checkpoint.group, checkpoint.topic, checkpoint.partition)] = checkpoint
+            emitted[checkpoint_key(checkpoint)] = checkpoint
         latencies = [
             CheckpointLatency(
                 c.group, topic, c.topic, c.partition, int((acknowledged - read_at) * 1000)
@@ -87,6 +90,7 @@ class CheckpointLog:
         self.count += len(pending)
         if self._on_written is not None:
             self._on_written(latencies)
+        return len(pending)
 
     def latency_percentiles(self) -> tuple[float | None, float | None]:
         """p50 and p99 of the recent latencies in ms (None before the first write)."""

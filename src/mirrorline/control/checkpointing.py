@@ -152,9 +152,8 @@ class Checkpointer:
         flow replicates to their partition counts; `read_until` is the flow's
         next source offset per partition.
         """
-        emitted = self._checkpoints.emitted()
         reverse: TranslationStore | None = None
-        changed: list[Pending] = []  # with the source topic
+        checkpoints: list[Pending] = []
         untranslated: list[str] = []
         by_timestamp: set[str] = set()
         partitions = [
@@ -195,12 +194,11 @@ class Checkpointer:
                 checkpoint = Checkpoint(
                     group, name, partition, committed.offset, translation.offset, committed.metadata
                 )
-                if emitted.get((group, name, partition)) != checkpoint:
-                    changed.append((checkpoint, topic, read_at))
-        self._checkpoints.write(changed)
+                checkpoints.append((checkpoint, topic, read_at))
+        written = self._checkpoints.write(checkpoints)
         self._untranslated = untranslated
         self._translated_by_timestamp = tuple(sorted(by_timestamp))
-        return len(changed)
+        return written
 
     def catch_up(self, store: TranslationStore, read_until: Mapping[SourcePartition, int]) -> int:
         """Checkpoint the commits noted ahead of the progress that it has passed since.
@@ -211,8 +209,7 @@ class Checkpointer:
         progress passed and cannot be translated waits for the next round.
         Returns how many checkpoints were written.
         """
-        emitted = self._checkpoints.emitted()
-        changed: list[Pending] = []
+        checkpoints: list[Pending] = []
         for key in self._ahead.keys():
             group, topic, partition = key
             until = read_until.get((topic, partition))
@@ -221,16 +218,17 @@ class Checkpointer:
                 continue
             committed, read_at = reached
             translation = store.translate((topic, partition), committed.offset, until)
-            if translation.offset is None:
-                continue
-            name = self.flow.remote_topic(topic)
-            checkpoint = Checkpoint(
-                group, name, partition, committed.offset, translation.offset, committed.metadata
-            )
-            if emitted.get((group, name, partition)) != checkpoint:
-                changed.append((checkpoint, topic, read_at))
-        self._checkpoints.write(changed)
-        return len(changed)
+            if translation.offset is not None:
+                name = self.flow.remote_topic(topic)
+                checkpoint = Checkpoint(
+                    group, name, partition, committed.offset, translation.offset, committed.metadata
+                )
+                checkpoints.append((checkpoint, topic, read_at))
+        return self._checkpoints.write(checkpoints)
+
+    def noted(self) -> bool:
+        """Whether commits ahead of the progress wait for it (`catch_up` has work)."""
+        return len(self._ahead) > 0
 
     def _translate(
         self,

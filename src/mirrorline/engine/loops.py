@@ -178,7 +178,7 @@ class FlowLoops:
 
     def catch_up_checkpoints(self) -> None:
         """Checkpoints of the noted commits that the committed progress passed since."""
-        if self.checkpointer is not None:
+        if self.checkpointer is not None and self.checkpointer.noted():
             self.checkpointer.catch_up(
                 self.committer.translation, self.committer.committed_offsets()
             )

@@ -99,12 +99,11 @@ DEFAULT_CONF: Mapping[str, str] = {
 
 # Real-time tasks report what the target settled as often as their executor's
 # heartbeats carry the reports (`engine.real_time`), so this sets how often: four
-# times a second. As many heartbeats keep offset syncs
-# and progress about half a second behind the records, where one a second left
-# them up to two seconds behind, and a group's checkpoints two seconds old at p50
-# (MM2's: one; benchmarks/RESULTS.md, "Real-time checkpoints"). Only for
-# real-time flows: every heartbeat costs each executor some CPU, and micro-batch
-# flows report with their batches.
+# times a second. As many heartbeats keep offset syncs and progress about half a
+# second behind the records, where one a second left them up to two seconds
+# behind (benchmarks/RESULTS.md, "Real-time checkpoints"). Only for real-time
+# flows: every heartbeat costs each executor some CPU, and micro-batch flows
+# report with their batches.
 REAL_TIME_CONF = {"spark.executor.heartbeatInterval": "250ms"}
 
 

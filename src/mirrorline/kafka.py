@@ -329,7 +329,13 @@ class AckedWriter:
             ) from None
 
     def open(self, timeout: float = 60.0) -> None:
-        """Create the producer now; with a transactional id, fence earlier writers now."""
+        """Create the producer now; with a transactional id, fence earlier writers now.
+
+        Without one it returns at once. librdkafka asks for the idempotent producer's
+        id in the background and only after about half a second (its retry timer
+        starts before the first broker connection is up); every write waits for
+        that id, so a writer created early enough writes its first records at once.
+        """
         try:
             self._open(timeout)
         except KafkaException as exc:

@@ -3,7 +3,10 @@
 In this order, because each step relies on the one before:
 
 1. the flow's internal topics exist (progress, offset syncs, raw metrics, the
-   dead-letter topic when one is set);
+   dead-letter topic when one is set), and the writers of the offset syncs and
+   runs are created: an idempotent producer of librdkafka waits about half a
+   second for its producer id, which the first batch's bookkeeping would
+   otherwise wait for, twice;
 2. the progress is fenced, then read: after the fence no earlier driver can
    move it, so what is read is what this driver continues from;
 3. the committer starts from that progress and from the offset runs (a
@@ -44,11 +47,16 @@ class OwnTopic(Protocol):
     def ensure_topic(self) -> None: ...
 
 
+class SyncWriter(OwnTopic, Protocol):
+    def open(self) -> None: ...
+
+
 def take_over(
     context: FlowContext,
     *,
     progress: ProgressStore,
     runs: RunLog,
+    syncs: SyncWriter | None,
     committer: BatchCommitter,
     own_topics: Iterable[OwnTopic | None],
     term: int | None,
@@ -57,6 +65,9 @@ def take_over(
     settings = context.settings
     progress.ensure_topic()
     progress.fence()  # before reading: no older driver moves it after
+    if syncs is not None:
+        syncs.ensure_topic()
+        syncs.open()
     for part in own_topics:
         if part is not None:
             part.ensure_topic()
@@ -70,6 +81,7 @@ def take_over(
     saved = progress.load_state()
     started = time.monotonic()
     runs.ensure_topic()
+    runs.open()
     store = TranslationStore()
     store.load(runs.load())
     committer.reset(saved.next_offsets, store)

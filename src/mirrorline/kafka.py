@@ -170,6 +170,15 @@ def wait_for_leaders(admin: AdminClient, topic: str, partitions: int, timeout: f
         time.sleep(0.1)
 
 
+# librdkafka looks a partition's leader up once per offsets request: with metadata
+# older than the partition's leader (a topic just created, a leader being elected
+# after a broker restart) the request fails with "No leaders found" (_NOENT) or a
+# retriable error, and a new request, on refreshed metadata, succeeds. So failed
+# partitions are asked again for up to this long (or the call's timeout if shorter).
+LEADER_RETRY_S = 5.0
+_LEADER_RETRY_BACKOFF_S = 0.2
+
+
 def partition_offsets(
     admin: AdminClient,
     partitions: Iterable[tuple[str, int]],
@@ -183,23 +192,51 @@ def partition_offsets(
     per broker; `KafkaOperationError` names `what` (the cluster) and the partition.
 
     With `stable`, `latest` is the last stable offset: the end of what a
-    read-committed consumer can read, before any open transaction."""
+    read-committed consumer can read, before any open transaction. Partitions
+    whose leader is not known yet are asked again (`LEADER_RETRY_S`)."""
     spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
-    request = {TopicPartition(t, p): spec for t, p in partitions}
-    if not request:
-        return {}
+    pending = [TopicPartition(t, p) for t, p in partitions]
     isolation = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.list_offsets(request, isolation_level=isolation, request_timeout=timeout)
+    retry_until = time.monotonic() + min(timeout, LEADER_RETRY_S)
     offsets: dict[tuple[str, int], int] = {}
-    for tp, future in futures.items():
-        try:
-            offsets[(tp.topic, tp.partition)] = future.result(timeout).offset
-        except KafkaException as exc:
+    while pending:
+        futures = admin.list_offsets(
+            {tp: spec for tp in pending}, isolation_level=isolation, request_timeout=timeout
+        )
+        failed: list[tuple[TopicPartition, KafkaError]] = []
+        for tp, future in futures.items():
+            try:
+                offsets[(tp.topic, tp.partition)] = future.result(timeout).offset
+            except KafkaException as exc:
+                failed.append((tp, exc.args[0]))
+        transient = all(_leader_unknown(error) for _, error in failed)
+        if failed and (not transient or time.monotonic() >= retry_until):
+            tp, error = failed[0]
             raise KafkaOperationError(
                 f"{what}: cannot read the {which} offset of {tp.topic}[{tp.partition}]: "
-                f"{exc.args[0].str()}"
-            ) from None
+                f"{error.str()}"
+            )
+        pending = [tp for tp, _ in failed]
+        if pending:
+            time.sleep(_LEADER_RETRY_BACKOFF_S)
     return offsets
+
+
+# What a partition's offsets request fails with while its leadership moves.
+_LEADER_MOVING = frozenset(
+    (
+        KafkaError._NOENT,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+    )
+)
+
+
+def _leader_unknown(error: KafkaError) -> bool:
+    """Whether asking again may succeed: the leader was not known, or the error says so."""
+    return error.code() in _LEADER_MOVING or error.retriable()
 
 
 def reading_consumer(

@@ -209,9 +209,9 @@ def partition_offsets(
                 offsets[(tp.topic, tp.partition)] = future.result(timeout).offset
             except KafkaException as exc:
                 failed.append((tp, exc.args[0]))
-        transient = all(_leader_unknown(error) for _, error in failed)
-        if failed and (not transient or time.monotonic() >= retry_until):
-            tp, error = failed[0]
+        lasting = [(tp, error) for tp, error in failed if not _leader_unknown(error)]
+        if lasting or (failed and time.monotonic() >= retry_until):
+            tp, error = (lasting or failed)[0]
             raise KafkaOperationError(
                 f"{what}: cannot read the {which} offset of {tp.topic}[{tp.partition}]: "
                 f"{error.str()}"

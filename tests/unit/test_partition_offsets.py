@@ -88,3 +88,11 @@ def test_a_short_timeout_bounds_the_retries():
     with pytest.raises(KafkaOperationError):
         _read(admin, timeout=0.01)
     assert len(admin.requests) <= 2
+
+
+def test_the_error_names_the_partition_that_fails_for_good():
+    admin = _Admin({0: NO_LEADER, 1: AUTHORIZATION})
+
+    with pytest.raises(KafkaOperationError, match=r"latest offset of orders\[1\]"):
+        _read(admin)
+    assert admin.requests == [[0, 1]]

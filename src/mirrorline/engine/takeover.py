@@ -34,6 +34,7 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.bookkeeping import Commit
+from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import ProgressStore, SourcePartition
 from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.flow_context import FlowContext
@@ -47,16 +48,12 @@ class OwnTopic(Protocol):
     def ensure_topic(self) -> None: ...
 
 
-class SyncWriter(OwnTopic, Protocol):
-    def open(self) -> None: ...
-
-
 def take_over(
     context: FlowContext,
     *,
     progress: ProgressStore,
     runs: RunLog,
-    syncs: SyncWriter | None,
+    syncs: OffsetSyncPublisher | None,
     committer: BatchCommitter,
     own_topics: Iterable[OwnTopic | None],
     term: int | None,

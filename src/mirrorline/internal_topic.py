@@ -6,7 +6,10 @@ remote-topic metadata (`control.remote_topics`) each keep their records in a
 topic of one partition and use it the same way:
 
 - `ensure()` creates it, with its own configuration (compacted, or retained
-  for a time), unless it exists;
+  for a time), unless it exists, and creates its writer unless it has a
+  transactional id (creating that one fences: `open()`). An idempotent
+  librdkafka producer waits about half a second for its producer id before
+  its first write; created here, it has the id by the time it writes;
 - `write(records)` appends (key, value) pairs to partition 0 and returns once
   every one is acknowledged (idempotent, `acks=all`; with a transactional id,
   one transaction per call, and `open()` fences every earlier writer);
@@ -48,13 +51,15 @@ class InternalTopic:
         self._config = dict(config)
         self._replication_factor = replication_factor
         self._read_committed = read_committed
+        self._transactional = transactional_id is not None
         self._writer = AckedWriter(
             clients.producer_settings, what, transactional_id=transactional_id
         )
 
     def ensure(self, timeout: float = 30.0) -> bool:
-        """Create the topic unless it exists; True when this call created it."""
-        return ensure_topic(
+        """Create the topic unless it exists, and its writer unless it is transactional;
+        True when this call created the topic."""
+        created = ensure_topic(
             self.clients.admin,
             self.name,
             partitions=1,
@@ -62,6 +67,9 @@ class InternalTopic:
             config=self._config,
             timeout=timeout,
         )
+        if not self._transactional:
+            self._writer.open(timeout)
+        return created
 
     def open(self, timeout: float = 60.0) -> None:
         """Create the producer now: with a transactional id, earlier writers are fenced."""

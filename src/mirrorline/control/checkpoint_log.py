@@ -64,7 +64,6 @@ class CheckpointLog:
         """The last checkpoint written per group, topic and partition (see the module)."""
         if self._emitted is None:
             self._topic.ensure()
-            self._topic.open()  # its producer id comes while the topic is read
             self._emitted = read_checkpoints(self._target_consumer, self.topic)
         return self._emitted
 

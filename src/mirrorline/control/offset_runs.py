@@ -63,10 +63,6 @@ class RunLog:
     def ensure_topic(self) -> None:
         self._topic.ensure()
 
-    def open(self) -> None:
-        """Create the writer now, so that the first `persist` does not wait for it."""
-        self._topic.open()
-
     def load(self, timeout: float = 60.0) -> list[tuple[SourcePartition, Run]]:
         return runs_of(self.flow, self._topic.read(timeout=timeout))
 

@@ -271,9 +271,8 @@ class FlowRunner:
             self.context,
             progress=self.parts.progress,
             runs=self.parts.runs,
-            syncs=self.parts.syncs,
             committer=self.parts.committer,
-            own_topics=(self.parts.metrics,),
+            own_topics=(self.parts.syncs, self.parts.metrics),
             term=self._term,
         )
         if self.parts.checkpointer is not None:

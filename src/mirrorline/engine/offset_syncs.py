@@ -43,10 +43,6 @@ class OffsetSyncPublisher:
     def ensure_topic(self) -> None:
         self._topic.ensure()
 
-    def open(self) -> None:
-        """Create the writer now, so that the first `publish` does not wait for it."""
-        self._topic.open()
-
     def publish(self, syncs: Iterable[OffsetSync], timeout: float = 60.0) -> int:
         """Write the syncs in order and wait for every acknowledgement; returns the count."""
         return self._topic.write(((s.key(), s.value()) for s in syncs), timeout=timeout)

@@ -3,10 +3,8 @@
 In this order, because each step relies on the one before:
 
 1. the flow's internal topics exist (progress, offset syncs, raw metrics, the
-   dead-letter topic when one is set), and the writers of the offset syncs and
-   runs are created: an idempotent producer of librdkafka waits about half a
-   second for its producer id, which the first batch's bookkeeping would
-   otherwise wait for, twice;
+   dead-letter topic when one is set), their writers created with them (see
+   `internal_topic.InternalTopic.ensure`);
 2. the progress is fenced, then read: after the fence no earlier driver can
    move it, so what is read is what this driver continues from;
 3. the committer starts from that progress and from the offset runs (a
@@ -34,7 +32,6 @@ from mirrorline.control.offset_runs import RunLog
 from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.bookkeeping import Commit
-from mirrorline.engine.offset_syncs import OffsetSyncPublisher
 from mirrorline.engine.progress import ProgressStore, SourcePartition
 from mirrorline.engine.sync_points import sync_points_of_runs
 from mirrorline.flow_context import FlowContext
@@ -53,7 +50,6 @@ def take_over(
     *,
     progress: ProgressStore,
     runs: RunLog,
-    syncs: OffsetSyncPublisher | None,
     committer: BatchCommitter,
     own_topics: Iterable[OwnTopic | None],
     term: int | None,
@@ -62,9 +58,6 @@ def take_over(
     settings = context.settings
     progress.ensure_topic()
     progress.fence()  # before reading: no older driver moves it after
-    if syncs is not None:
-        syncs.ensure_topic()
-        syncs.open()
     for part in own_topics:
         if part is not None:
             part.ensure_topic()
@@ -78,7 +71,6 @@ def take_over(
     saved = progress.load_state()
     started = time.monotonic()
     runs.ensure_topic()
-    runs.open()
     store = TranslationStore()
     store.load(runs.load())
     committer.reset(saved.next_offsets, store)

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import logging
 import os
+from functools import partial
 from pathlib import Path
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from mirrorline import devhealth
 from mirrorline.devbroker import JVM_ENV
 from mirrorline.devcluster import DevCluster, DevClusters
 from mirrorline.policy import DefaultReplicationPolicy
+from mirrorline.process import tail
 from support.kafka_io import delete_topics, topic_names
+from support.wait import wait_until
 
 # The suite starts and restarts dozens of nodes on two cores; what it tests does not
 # depend on the brokers' peak throughput (benchmarks use the standard JVM).
@@ -41,6 +45,36 @@ class ClusterPool:
             self.dev.up(missing, die_with_parent=True)
         by_alias = {c.alias: c for c in self.dev.clusters()}
         return [by_alias[a] for a in ALIASES[:count]]
+
+    def wait_serving(self, timeout: float = 180.0) -> None:
+        """Wait until every node of every running cluster is a registered, unfenced broker.
+
+        Two pytest processes share two cores with dozens of JVMs; a node starved long
+        enough misses its heartbeats and is fenced until it has caught up, and a test
+        that started meanwhile would fail on its first request for no fault of its own.
+        """
+        for cluster in self.dev.clusters():
+            try:
+                wait_until(
+                    partial(self._serves, cluster),
+                    timeout=timeout,
+                    interval=0.5,
+                    what=f"every node of the shared cluster {cluster.alias} to serve",
+                )
+            except AssertionError as failed:
+                raise AssertionError(f"{failed}\n{self.logs_tail()}") from None
+
+    def _serves(self, cluster: DevCluster) -> bool:
+        registered = devhealth.registered_brokers(self.dev.client_config(cluster))
+        return {n.id for n in cluster.nodes} <= registered
+
+    def logs_tail(self, lines: int = 20) -> str:
+        """The last lines of every shared node's server log, for a failure's report."""
+        return "\n".join(
+            f"--- {cluster.alias} node {node.id}: {node.server_log}\n{tail(node.server_log, lines)}"
+            for cluster in self.dev.clusters()
+            for node in cluster.nodes
+        )
 
     def remove_heartbeats_topics(self) -> None:
         policy = DefaultReplicationPolicy()
@@ -109,6 +143,24 @@ def cluster_pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     request.config.stash[POOL] = pool
     yield pool
     pool.dev.down()
+
+
+@pytest.fixture(autouse=True)
+def _shared_clusters_serving(request: pytest.FixtureRequest):
+    """Start each test that uses the shared clusters on clusters that serve it."""
+    pool = request.config.stash.get(POOL, None)
+    if pool is not None and "cluster_pool" in request.fixturenames:
+        pool.wait_serving()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failed test that used the shared clusters reports how their nodes' logs end."""
+    report = yield
+    pool = item.config.stash.get(POOL, None)
+    if report.failed and pool is not None and "cluster_pool" in getattr(item, "fixturenames", ()):
+        report.sections.append(("shared clusters' server logs", pool.logs_tail()))
+    return report
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from confluent_kafka import Message
 
-from mirrorline.kafka import AckedWriter, ClusterClients, ensure_topic, read_to_end
+from mirrorline.acked_writer import AckedWriter
+from mirrorline.kafka import ClusterClients, ensure_topic, read_to_end
 
 # Compacted topics: one record per key survives, and at once.
 COMPACTED: Mapping[str, str] = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}

@@ -16,9 +16,10 @@ from confluent_kafka import Consumer, TopicPartition
 from typer.testing import CliRunner
 
 from mirrorline import jvm
+from mirrorline.acked_writer import AckedWriter
 from mirrorline.cli.main import app
 from mirrorline.formats import Checkpoint
-from mirrorline.kafka import AckedWriter, ensure_topic
+from mirrorline.kafka import ensure_topic
 from support.driving import write_config
 from support.kafka_io import Record, admin, create_topic, produce, unique_name
 from support.wait import wait_until

@@ -108,8 +108,15 @@ def free_port() -> int:
 
 
 def port_accepts(port: int) -> bool:
+    """True when something listens on `port` of the loopback address.
+
+    A closed port refuses at once; the timeout only bounds a handshake that does
+    not complete at once (a listener behind on its accept queue drops the request,
+    sent again a second later), which on a saturated machine is no sign of a node
+    being down.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
+        sock.settimeout(2.0)
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 

@@ -56,7 +56,7 @@ def test_dev_up_then_down_leaves_no_java_process_and_no_port(tmp_path):
     assert "clusters = one, two" in props
 
     status = _run("dev", "status", "--dir", str(directory), "--json")
-    assert status.returncode == 0, status.stderr
+    assert status.returncode == 0, status.stdout + status.stderr
     clusters = json.loads(status.stdout)
     nodes = [n for c in clusters for n in c["nodes"]]
     ports = [n["port"] for n in nodes] + [n["controller_port"] for n in nodes]

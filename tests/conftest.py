@@ -65,7 +65,8 @@ class ClusterPool:
                 raise AssertionError(f"{failed}\n{self.logs_tail()}") from None
 
     def _serves(self, cluster: DevCluster) -> bool:
-        registered = devhealth.registered_brokers(self.dev.client_config(cluster))
+        config = self.dev.client_config(cluster)
+        registered = devhealth.registered_brokers(config, cluster_id=cluster.cluster_id)
         return {n.id for n in cluster.nodes} <= registered
 
     def logs_tail(self, lines: int = 20) -> str:

@@ -48,7 +48,7 @@ from mirrorline.devbroker import (
     write_files,
 )
 from mirrorline.devlatency import Link
-from mirrorline.devlaunch import Processes
+from mirrorline.devlaunch import PortTaken, Processes
 from mirrorline.devlink import link_alive
 from mirrorline.devnode import is_running, nodes_of
 from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
@@ -71,6 +71,10 @@ PROPERTIES_FILE = "clusters.properties"
 DEFAULT_ALIASES = ("east", "west")
 
 Progress = Callable[[str], None]
+
+# Ports are picked free, but a node binds them only once its JVM runs: another
+# process can take one meanwhile (`PortTaken`), and the clusters start again on new ones.
+START_ATTEMPTS = 3
 
 
 class DevClusters:
@@ -193,53 +197,60 @@ class DevClusters:
         java = jvm.java_executable()
         classpath = jvm.classpath("kafka", progress)
 
-        started: list[DevCluster] = []
-        try:
-            if security != "plaintext":
-                say("making the certificate authority, broker certificates and users")
-                self.security.ensure()
-            with ExitStack() as ports_held:
-                layouts = [
-                    self._lay_out(
-                        plan_layout(
-                            alias,
-                            str(self.directory / alias),
-                            brokers,
-                            security,
-                            link,
-                            lambda: reserve_port(ports_held),
+        for attempt in range(1, START_ATTEMPTS + 1):
+            started: list[DevCluster] = []
+            try:
+                if security != "plaintext":
+                    say("making the certificate authority, broker certificates and users")
+                    self.security.ensure()
+                with ExitStack() as ports_held:
+                    layouts = [
+                        self._lay_out(
+                            plan_layout(
+                                alias,
+                                str(self.directory / alias),
+                                brokers,
+                                security,
+                                link,
+                                lambda: reserve_port(ports_held),
+                            )
                         )
-                    )
-                    for alias in wanted
-                ]
-            say(f"formatting storage for {', '.join(wanted)}")
-            failures = run_all(
-                [
-                    format_command(java, classpath, lay, n.id, self.security)
-                    for lay in layouts
-                    for n in lay.nodes
-                ],
-                timeout,
-            )
-            if failures:
-                raise DevClusterError("formatting Kafka storage failed:\n" + "\n".join(failures))
-            for lay in layouts:
-                behind = f" behind a link of {link.describe()}" if link else ""
-                say(f"starting {lay.alias} on {lay.bootstrap_servers}{behind}")
-                started.append(self._procs.launch_cluster(lay, die_with_parent, say))
-                self._save(self.clusters() + [started[-1]])
-            deadline = time.monotonic() + timeout
-            for cluster in started:
-                self._procs.wait_registered(
-                    cluster, [n.id for n in cluster.nodes], deadline, self.client_config
+                        for alias in wanted
+                    ]
+                say(f"formatting storage for {', '.join(wanted)}")
+                failures = run_all(
+                    [
+                        format_command(java, classpath, lay, n.id, self.security)
+                        for lay in layouts
+                        for n in lay.nodes
+                    ],
+                    timeout,
                 )
-                say(f"{cluster.alias} ready at {cluster.bootstrap_servers}")
-        except BaseException:
-            # Never leave a half-started set behind (including on Ctrl-C).
-            self._procs.stop_nodes((c, n) for c in started for n in c.nodes)
-            self._procs.stop_links(started)
-            self._save([c for c in self.clusters() if c.alias not in wanted])
-            raise
+                if failures:
+                    raise DevClusterError(
+                        "formatting Kafka storage failed:\n" + "\n".join(failures)
+                    )
+                for lay in layouts:
+                    behind = f" behind a link of {link.describe()}" if link else ""
+                    say(f"starting {lay.alias} on {lay.bootstrap_servers}{behind}")
+                    started.append(self._procs.launch_cluster(lay, die_with_parent, say))
+                    self._save(self.clusters() + [started[-1]])
+                deadline = time.monotonic() + timeout
+                for cluster in started:
+                    self._procs.wait_registered(
+                        cluster, [n.id for n in cluster.nodes], deadline, self.client_config
+                    )
+                    say(f"{cluster.alias} ready at {cluster.bootstrap_servers}")
+            except BaseException as exc:
+                # Never leave a half-started set behind (including on Ctrl-C).
+                self._procs.stop_nodes((c, n) for c in started for n in c.nodes)
+                self._procs.stop_links(started)
+                self._save([c for c in self.clusters() if c.alias not in wanted])
+                if not isinstance(exc, PortTaken) or attempt == START_ATTEMPTS:
+                    raise
+                say(f"{exc.summary}; starting again on other ports")
+            else:
+                break
         self._write_properties()
         return started
 

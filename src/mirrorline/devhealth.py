@@ -61,12 +61,17 @@ def admin_client(config: Mapping[str, str]) -> AdminClient:
     return AdminClient(settings)
 
 
-def registered_brokers(config: Mapping[str, str], timeout: float = 2.0) -> set[int]:
-    """Ids of the brokers registered (and not fenced); empty if the cluster does not answer."""
+def registered_brokers(
+    config: Mapping[str, str], timeout: float = 2.0, *, cluster_id: str | None = None
+) -> set[int]:
+    """Ids of the brokers registered (and not fenced); empty if the cluster does not answer,
+    or if a cluster other than `cluster_id` (when given) answers at those addresses."""
     admin = admin_client(config)  # kept until the answer is in: a dropped client drops its request
     try:
         answer = admin.describe_cluster(request_timeout=timeout).result(timeout + 5)
     except Exception:  # noqa: BLE001 - not answering yet is an answer here
+        return set()
+    if cluster_id is not None and answer.cluster_id != cluster_id:
         return set()
     return {node.id for node in answer.nodes}
 

@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
 
 from mirrorline import devhealth, jvm
 from mirrorline.devbroker import Layout, launch
@@ -34,9 +35,20 @@ from mirrorline.devnode import (
 from mirrorline.devstate import DevCluster, DevClusterError
 from mirrorline.process import port_accepts
 
-__all__ = ["Processes"]
+__all__ = ["PortTaken", "Processes"]
 
 ClientConfig = Callable[[DevCluster], dict[str, str]]
+
+# What a node's JVM prints when a port it was given is taken (`java.net.BindException`).
+_BIND_FAILED = "Address already in use"
+
+
+class PortTaken(DevClusterError):
+    """A node could not bind a port it was given: another process took it meanwhile."""
+
+    def __init__(self, message: str, summary: str) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 class Processes:
@@ -93,10 +105,16 @@ class Processes:
                 code = popen.poll() if popen is not None else None
                 if code is not None or (popen is None and not is_running(node)):
                     how = f"exited with code {code}" if code is not None else "is not running"
-                    raise DevClusterError(str(startup_failure(cluster.alias, node, how)))
+                    failure = str(startup_failure(cluster.alias, node, how))
+                    if _BIND_FAILED in _text(node.output) + _text(node.server_log):
+                        summary = f"a port of node {node_id} of {cluster.alias} was taken"
+                        raise PortTaken(failure, summary)
+                    raise DevClusterError(failure)
             # Ask Kafka only once the ports are open: librdkafka logs every refused connect.
+            # Another process may listen on a node's port (see `PortTaken`): only an
+            # answer from this cluster counts.
             if all(port_accepts(cluster.node(i).port) for i in ids):
-                registered = devhealth.registered_brokers(config)
+                registered = devhealth.registered_brokers(config, cluster_id=cluster.cluster_id)
                 missing = [i for i in ids if i not in registered]
                 if not missing:
                     return
@@ -136,3 +154,10 @@ class Processes:
         for cluster in clusters:
             if cluster.link is not None:
                 stop_link(cluster.link)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""

@@ -109,24 +109,25 @@ def stop_processes(
 
     All are asked at once: nodes stopped one after the other would lose the quorum
     before the last ones finish their controlled shutdown, which then waits in vain.
-    A node still running at the deadline is killed.
+    A node still running at the deadline is killed. The ports of a node that was no
+    longer running are not waited for: another process may hold them.
     """
-    running: list[tuple[int, subprocess.Popen[bytes] | None]] = []
+    running: list[tuple[DevNode, int, subprocess.Popen[bytes] | None]] = []
     for node, popen in targets:
         if popen is not None and popen.poll() is None:
             popen.terminate()
-            running.append((popen.pid, popen))
+            running.append((node, popen.pid, popen))
         elif popen is None and node.pid is not None and is_running(node):
             os.kill(node.pid, signal.SIGTERM)
-            running.append((node.pid, None))
+            running.append((node, node.pid, None))
     deadline = time.monotonic() + timeout
-    for pid, child in running:
+    for _, pid, child in running:
         while (child.poll() is None) if child is not None else pid_alive(pid):
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 deadline = time.monotonic() + 10
             time.sleep(0.1)
-    for node, _ in targets:
+    for node, _, _ in running:
         for port in node.own_ports:
             while port_accepts(port):
                 if time.monotonic() > deadline:

@@ -120,3 +120,37 @@ def test_compacted_topic_keeps_latest_value_per_key(two_clusters):
 
     data = wait_until(compacted, timeout=90, what="the log cleaner to compact the topic")
     assert {r.key: r.value for r in data} == {k: b"v3" for k in keys}
+
+
+def test_a_port_taken_by_another_cluster_meanwhile_starts_the_cluster_again(
+    two_clusters, tmp_path, monkeypatch
+):
+    """A port picked free can be taken before the node's JVM binds it. Here the first
+    pick is the port of a running cluster's broker: that broker answers on it, but as
+    another cluster, so the new node is not taken for started; it fails to bind, and
+    the cluster starts again on other ports."""
+    from mirrorline import devcluster
+    from mirrorline.devcluster import DevClusters
+
+    east, _ = two_clusters
+    taken = east.nodes[0].port
+    picks: list[int] = []
+
+    def first_pick_taken(stack):
+        picks.append(taken if not picks else devcluster_reserve(stack))
+        return picks[-1]
+
+    devcluster_reserve = devcluster.reserve_port
+    monkeypatch.setattr(devcluster, "reserve_port", first_pick_taken)
+    said: list[str] = []
+    dev = DevClusters(tmp_path / "dev")
+    try:
+        (started,) = dev.up(["retried"], die_with_parent=True, progress=said.append)
+        assert taken not in started.nodes[0].own_ports
+        assert any("was taken; starting again on other ports" in line for line in said), said
+        topic = unique_name("after-retry")
+        create_topic(started.bootstrap_servers, topic)
+        assert topic in topic_names(started.bootstrap_servers)
+        assert topic not in topic_names(east.bootstrap_servers)
+    finally:
+        dev.down()

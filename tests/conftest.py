@@ -146,11 +146,17 @@ def cluster_pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     pool.dev.down()
 
 
+def _shared_pool(item: pytest.Item) -> ClusterPool | None:
+    """The session's shared clusters, if `item` (a test) uses them."""
+    pool = item.config.stash.get(POOL, None)
+    return pool if "cluster_pool" in getattr(item, "fixturenames", ()) else None
+
+
 @pytest.fixture(autouse=True)
 def _shared_clusters_serving(request: pytest.FixtureRequest):
     """Start each test that uses the shared clusters on clusters that serve it."""
-    pool = request.config.stash.get(POOL, None)
-    if pool is not None and "cluster_pool" in request.fixturenames:
+    pool = _shared_pool(request.node)
+    if pool is not None:
         pool.wait_serving()
 
 
@@ -158,8 +164,8 @@ def _shared_clusters_serving(request: pytest.FixtureRequest):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A failed test that used the shared clusters reports how their nodes' logs end."""
     report = yield
-    pool = item.config.stash.get(POOL, None)
-    if report.failed and pool is not None and "cluster_pool" in getattr(item, "fixturenames", ()):
+    pool = _shared_pool(item)
+    if report.failed and pool is not None:
         report.sections.append(("shared clusters' server logs", pool.logs_tail()))
     return report
 

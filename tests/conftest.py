@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import logging
 import os
-from functools import partial
 from pathlib import Path
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from mirrorline import devhealth
 from mirrorline.devbroker import JVM_ENV
-from mirrorline.devcluster import DevCluster, DevClusters
+from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
 from mirrorline.policy import DefaultReplicationPolicy
 from mirrorline.process import tail
 from support.kafka_io import delete_topics, topic_names
-from support.wait import wait_until
 
 # The suite starts and restarts dozens of nodes on two cores; what it tests does not
 # depend on the brokers' peak throughput (benchmarks use the standard JVM).
@@ -55,19 +52,9 @@ class ClusterPool:
         """
         for cluster in self.dev.clusters():
             try:
-                wait_until(
-                    partial(self._serves, cluster),
-                    timeout=timeout,
-                    interval=0.5,
-                    what=f"every node of the shared cluster {cluster.alias} to serve",
-                )
-            except AssertionError as failed:
+                self.dev.wait_serving(cluster.alias, timeout)
+            except DevClusterError as failed:
                 raise AssertionError(f"{failed}\n{self.logs_tail()}") from None
-
-    def _serves(self, cluster: DevCluster) -> bool:
-        config = self.dev.client_config(cluster)
-        registered = devhealth.registered_brokers(config, cluster_id=cluster.cluster_id)
-        return {n.id for n in cluster.nodes} <= registered
 
     def logs_tail(self, lines: int = 20) -> str:
         """The last lines of every shared node's server log, for a failure's report."""
@@ -220,7 +207,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
         app_name="mirrorline-tests",
         master="local[2]",
         conf={
-            "spark.ui.enabled": "false",
             "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse")),
         },
     )

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from mirrorline import devhealth, jvm
+from mirrorline import jvm
 from mirrorline.devbroker import (
     Layout,
     format_command,
@@ -49,20 +49,19 @@ from mirrorline.devbroker import (
 )
 from mirrorline.devlatency import Link
 from mirrorline.devlaunch import PortTaken, Processes
-from mirrorline.devlink import link_alive
 from mirrorline.devnode import is_running, nodes_of
+from mirrorline.devqueries import ClusterQueries
 from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
 from mirrorline.devstate import (
     ClusterHealth,
     DevCluster,
     DevClusterError,
-    NodeHealth,
     checked_aliases,
     properties_text,
     read_state,
     write_state,
 )
-from mirrorline.process import port_accepts, reserve_port
+from mirrorline.process import reserve_port
 
 __all__ = ["DEFAULT_ALIASES", "ClusterHealth", "DevCluster", "DevClusterError", "DevClusters"]
 
@@ -77,7 +76,7 @@ Progress = Callable[[str], None]
 START_ATTEMPTS = 3
 
 
-class DevClusters:
+class DevClusters(ClusterQueries):
     """The dev clusters living in one directory."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -111,50 +110,17 @@ class DevClusters:
             return {"bootstrap.servers": cluster.bootstrap_servers}
         return self.security.client_config(cluster.bootstrap_servers, cluster.security, user)
 
-    def health(self) -> list[ClusterHealth]:
-        return [
-            ClusterHealth(
-                c,
-                tuple(NodeHealth(n, is_running(n), port_accepts(n.port)) for n in c.nodes),
-                None if c.link is None else link_alive(c.link),
-            )
-            for c in self.clusters()
-        ]
+    def wait_serving(self, alias: str, timeout: float) -> None:
+        """Wait until every running node of cluster `alias` is a registered broker.
 
-    def leader_of(self, alias: str, topic: str, partition: int) -> int:
-        """The id of the node leading `topic` partition `partition` of cluster `alias`."""
-        try:
-            leader = devhealth.leader_of(self.client_config(alias), topic, partition)
-        except LookupError as exc:
-            raise DevClusterError(f"{alias}: {exc}") from None
-        if leader < 0:
-            raise DevClusterError(f"{alias}: {topic}[{partition}] has no leader right now")
-        return leader
-
-    def settle(self, alias: str, deadline: float, progress: Progress | None = None) -> list[str]:
-        """After a node of `alias` came back: wait until no partition is under-replicated
-        (by `deadline`, a `time.monotonic()` value), then move leadership back to the
-        preferred replicas (`devhealth.elect_preferred_leaders`); the partitions moved."""
-        config = self.client_config(alias)
-        lagging = devhealth.wait_in_sync(config, deadline, progress or (lambda _msg: None))
-        if lagging:
-            raise DevClusterError(
-                f"{alias}: {len(lagging)} partition(s) still under-replicated: "
-                f"{', '.join(lagging[:10])}"
-            )
-        try:
-            return devhealth.elect_preferred_leaders(config)
-        except RuntimeError as exc:
-            raise DevClusterError(f"{alias}: {exc}") from None
-
-    def active_controller(self, alias: str) -> int:
-        """The id of the node that is the active controller of cluster `alias`."""
+        A node starved of CPU long enough misses its heartbeats and is fenced
+        until it has caught up: whatever asks it meanwhile waits or fails.
+        """
         cluster = self.get(alias)
-        running = [n for n in cluster.nodes if is_running(n)]
-        leader = devhealth.active_controller(running)
-        if leader is None:
-            raise DevClusterError(f"{alias}: no node knows of an active controller right now")
-        return leader
+        running = [n.id for n in cluster.nodes if n.pid is not None]
+        self._procs.wait_registered(
+            cluster, running, time.monotonic() + timeout, self.client_config
+        )
 
     # -- starting --------------------------------------------------------------------
 

@@ -278,7 +278,9 @@ def test_installed_package_replicates_through_executors_on_both_workers(
         tmp_path / "driver.log",
         driver_args=[
             "--master", standalone.master_url,
-            # Spark's REST API of the driver, on a port known to the test.
+            # Spark's REST API of the driver (its web UI, off by default), on a
+            # port known to the test.
+            "--spark-conf", "spark.ui.enabled=true",
             "--spark-conf", f"spark.ui.port={ui_port}",
         ],
         program=installed.mirrorline,

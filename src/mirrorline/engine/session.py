@@ -75,14 +75,21 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.executor.memory": "1g",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
+    # No web UI: a driver is a daemon that Mirrorline's own status and monitoring
+    # service report on, and Spark's UI would open an unauthenticated port on the
+    # driver's host (one that can kill jobs) and spend start-up and per-batch CPU
+    # on its listeners: a driver copied its first record about 0.2 s sooner
+    # without it (benchmarks/RESULTS.md, "Spark's web UI"). `--spark-conf
+    # spark.ui.enabled=true` brings it back, to look at Spark's jobs and stages.
+    "spark.ui.enabled": "false",
     # Mirrorline keeps its own progress in Kafka; a lost temporary checkpoint is fine.
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.adaptive.enabled": "false",
     # A driver runs for weeks and starts a job every micro-batch. Spark's status
-    # store (behind its UI) keeps the last 1,000 jobs, stages and SQL executions and
-    # 100,000 tasks by default: at a batch a second per flow, heap that fills for
-    # the first quarter hour or more. A hundred batches' worth is plenty to look
-    # at one.
+    # store (what its UI shows, kept with the UI off too) keeps the last 1,000
+    # jobs, stages and SQL executions and 100,000 tasks by default: at a batch a
+    # second per flow, heap that fills for the first quarter hour or more. A
+    # hundred batches' worth is plenty to look at one.
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
     "spark.ui.retainedTasks": "2000",

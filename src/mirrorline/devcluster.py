@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -50,7 +50,7 @@ from mirrorline.devbroker import (
 from mirrorline.devlatency import Link
 from mirrorline.devlaunch import PortTaken, Processes
 from mirrorline.devnode import is_running, nodes_of
-from mirrorline.devqueries import ClusterQueries
+from mirrorline.devqueries import ClusterQueries, Progress
 from mirrorline.devsecurity import ADMIN_USER, SECURITY_MODES, DevSecurity
 from mirrorline.devstate import (
     ClusterHealth,
@@ -69,7 +69,6 @@ STATE_FILE = "clusters.json"
 PROPERTIES_FILE = "clusters.properties"
 DEFAULT_ALIASES = ("east", "west")
 
-Progress = Callable[[str], None]
 
 # Ports are picked free, but a node binds them only once its JVM runs: another
 # process can take one meanwhile (`PortTaken`), and the clusters start again on new ones.

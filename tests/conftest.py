@@ -15,7 +15,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from mirrorline.devbroker import JVM_ENV
-from mirrorline.devcluster import DevCluster, DevClusterError, DevClusters
+from mirrorline.devcluster import DevCluster, DevClusters
 from mirrorline.policy import DefaultReplicationPolicy
 from mirrorline.process import tail
 from support.kafka_io import delete_topics, topic_names
@@ -49,12 +49,11 @@ class ClusterPool:
         Two pytest processes share two cores with dozens of JVMs; a node starved long
         enough misses its heartbeats and is fenced until it has caught up, and a test
         that started meanwhile would fail on its first request for no fault of its own.
+        A node that does not serve in time fails the test's set-up, whose report then
+        ends with the shared nodes' logs (`pytest_runtest_makereport`).
         """
         for cluster in self.dev.clusters():
-            try:
-                self.dev.wait_serving(cluster.alias, timeout)
-            except DevClusterError as failed:
-                raise AssertionError(f"{failed}\n{self.logs_tail()}") from None
+            self.dev.wait_serving(cluster.alias, timeout)
 
     def logs_tail(self, lines: int = 20) -> str:
         """The last lines of every shared node's server log, for a failure's report."""

@@ -85,6 +85,14 @@ DEFAULT_CONF: Mapping[str, str] = {
     # Mirrorline keeps its own progress in Kafka; a lost temporary checkpoint is fine.
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.adaptive.enabled": "false",
+    # A micro-batch's rows are never computed: the writer reads the batch's offset
+    # ranges from its plan and its tasks read the source themselves
+    # (`batch_writer`). Spark still compiles the plan's projection for every
+    # batch it plans, and the first batch loaded the Janino compiler (from a
+    # signed jar, which the class archive cannot hold) and ran it: 0.3-0.6 s
+    # later first records, and about a tenth of the driver's CPU on a steady
+    # stream (benchmarks/RESULTS.md, "Whole-stage code generation").
+    "spark.sql.codegen.wholeStage": "false",
     # A driver runs for weeks and starts a job every micro-batch. Spark's status
     # store (what its UI shows, kept with the UI off too) keeps the last 1,000
     # jobs, stages and SQL executions and 100,000 tasks by default: at a batch a
@@ -111,7 +119,13 @@ DEFAULT_CONF: Mapping[str, str] = {
 # behind (benchmarks/RESULTS.md, "Real-time checkpoints"). Only for real-time
 # flows: every heartbeat costs each executor some CPU, and micro-batch flows
 # report with their batches.
-REAL_TIME_CONF = {"spark.executor.heartbeatInterval": "250ms"}
+#
+# Real-time tasks do compute the query's rows, record by record, so its plan
+# keeps Spark's compiled form there.
+REAL_TIME_CONF = {
+    "spark.executor.heartbeatInterval": "250ms",
+    "spark.sql.codegen.wholeStage": "true",
+}
 
 
 def executor_jars(

@@ -196,7 +196,7 @@ class TreeSampler:
         self.peak_processes = 0
         self._samples = 0
         self._cpu_ticks: dict[tuple[int, int], int] = {}
-        self._roles: dict[tuple[int, int], str] = {}
+        self._roles: dict[tuple[int, int], tuple[str, str]] = {}  # -> (name, role)
         self._members: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -226,8 +226,10 @@ class TreeSampler:
         with self._lock:
             for pid, s in tree.items():
                 self._cpu_ticks[(pid, s.start)] = s.cpu_ticks
-                if (pid, s.start) not in self._roles:
-                    self._roles[(pid, s.start)] = process_role(pid)
+                # A child seen between its fork and its exec still has its parent's
+                # command line: its role is read again once its name changes.
+                if self._roles.get((pid, s.start), ("", ""))[0] != s.name:
+                    self._roles[(pid, s.start)] = (s.name, process_role(pid))
             if tree:
                 self._members = {pid: s.start for pid, s in tree.items()}
             self.peak_rss_kib = max(self.peak_rss_kib, rss)
@@ -248,7 +250,7 @@ class TreeSampler:
         with self._lock:
             by_role: dict[str, float] = {}
             for member, ticks in self._cpu_ticks.items():
-                role = self._roles[member]
+                role = self._roles[member][1]
                 by_role[role] = by_role.get(role, 0.0) + ticks / ticks_per_s
         # Short-lived helpers (a shell, readlink) show up with no measurable time.
         return {role: round(sec, 1) for role, sec in sorted(by_role.items()) if sec >= 0.05}

@@ -10,9 +10,9 @@ producer and fetches). `StartupTimeline` notes when each step was first
 reached, in seconds since the process started (`process_age`), and logs them all
 in one line when the flow's first batch with records is committed:
 
-    flow east->west: first records copied 11.8 s after the driver process started:
-    Spark session 4.9 s, leads 5.6 s, taken over 6.0 s, topics ready 6.3 s,
-    query started 6.9 s, first batch committed 11.8 s
+    flow east->west: first records copied 9.6 s after the driver process started:
+    leads 0.8 s, taken over 1.9 s, topics ready 2.1 s, Spark session 5.1 s,
+    query started 5.5 s, first batch committed 9.6 s
 
 A step reached again later (a restart, a new term) keeps its first time: the
 line is about the start-up, once per process.

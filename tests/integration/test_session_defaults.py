@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from support.kafka_io import Record, create_topic, produce, unique_name
+
 pytestmark = pytest.mark.integration
 
 
@@ -13,7 +15,31 @@ def test_the_session_opens_no_web_ui(spark):
     assert spark.sparkContext.uiWebUrl is None
 
 
-def test_micro_batch_plans_are_not_compiled(spark):
-    """The writer only reads a micro-batch's offset ranges from its plan: Spark need
-    not compile the plan's projection for every batch (`engine.session`)."""
-    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+def test_micro_batch_plans_are_not_compiled(two_clusters, spark):
+    """The writer only reads a micro-batch's offset ranges from its plan, so Spark
+    need not compile the plan for every batch (`engine.session`): the batch a
+    `foreachBatch` query ran has no whole-stage generated code in its plan."""
+    east, _ = two_clusters
+    topic = unique_name("plan")
+    create_topic(east.bootstrap_servers, topic, partitions=1)
+    produce(east.bootstrap_servers, topic, [Record(b"k", b"v", (), None, 0)])
+    batches: list[int] = []
+    query = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", east.bootstrap_servers)
+        .option("assign", f'{{"{topic}": [0]}}')
+        .option("startingOffsets", "earliest")
+        .load()
+        .writeStream.foreachBatch(lambda _frame, batch_id: batches.append(batch_id))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(120), "the availableNow query did not finish in time"
+        assert query.exception() is None
+        plan = query._jsq.streamingQuery().lastExecution().executedPlan().toString()
+    finally:
+        query.stop()
+    assert batches == [0]
+    assert "Project" in plan  # the planner's projection over the Kafka scan
+    assert "WholeStageCodegen" not in plan and "*(" not in plan, plan

@@ -87,11 +87,12 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     # A micro-batch's rows are never computed: the writer reads the batch's offset
     # ranges from its plan and its tasks read the source themselves
-    # (`batch_writer`). Spark still compiles the plan's projection for every
-    # batch it plans, and the first batch loaded the Janino compiler (from a
-    # signed jar, which the class archive cannot hold) and ran it: 0.3-0.6 s
-    # later first records, and about a tenth of the driver's CPU on a steady
-    # stream (benchmarks/RESULTS.md, "Whole-stage code generation").
+    # (`batch_writer`). With whole-stage code generation Spark generates the
+    # plan's projection for every batch it plans, and the first batch loaded the
+    # Janino compiler (from a signed jar, which the class archive cannot hold)
+    # to compile it: 0.3-0.6 s later first records, and about a tenth of the
+    # driver's CPU on a steady stream (benchmarks/RESULTS.md, "Whole-stage code
+    # generation off").
     "spark.sql.codegen.wholeStage": "false",
     # A driver runs for weeks and starts a job every micro-batch. Spark's status
     # store (what its UI shows, kept with the UI off too) keeps the last 1,000

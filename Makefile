@@ -25,7 +25,7 @@ FATAL_DIR := $(CURDIR)/.cache/pytest-fatal
 help:
 	@echo "make demo   set up everything, start local Kafka clusters and show live traffic"
 	@echo "make test   set up everything and run the whole test suite"
-	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 30 min here)"
+	@echo "make bench  set up everything and compare Mirrorline, MirrorMaker 2 and a copy loop (about 45 min here)"
 	@echo "make chaos  set up everything and replicate between 3-node clusters through restarts, kills and an outage (15+ min)"
 	@echo "make soak   set up everything and run the hour soak (65+ min)"
 	@echo "make failover-drill  fail consumer groups over with Mirrorline and with MirrorMaker 2 (3-5 min)"

@@ -3,7 +3,8 @@
 start-up and record age, on the same clusters and data, in one run.
 
 Contenders (run one after the other, never concurrently, on two local Apache Kafka
-clusters `east` -> `west`, whose brokers are warmed up first):
+clusters `east` -> `west`, whose brokers are warmed up first; each backlog workload
+in rounds, see benchlib/rounds.py):
 
 - mirrorline_alo: `mirrorline driver --config FILE`, at-least-once (the default);
 - mirrorline_alo_quiet: the same with `emit.metrics.enabled = false`, to show
@@ -58,6 +59,7 @@ from benchlib.environment import environment
 from benchlib.kafka_data import clusters_running, warm_up
 from benchlib.markers import replace_block
 from benchlib.procs import OtherLoad
+from benchlib.rounds import combine, order
 from benchlib.runs import Run, Settings
 from benchlib.steady import measure_steady
 from benchlib.workloads import WORKLOADS
@@ -102,6 +104,13 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         help=f"comma list (default: all of {','.join(CONTENDERS)}); ratios need {BASELINE}",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of every backlog workload: each contender that many times, the order "
+        "reversed every other round, each figure the median of the rounds (%(default)s)",
+    )
+    parser.add_argument(
         "--partitions", type=int, default=8, help="partitions per topic (%(default)s)"
     )
     parser.add_argument(
@@ -132,6 +141,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         parser.error("--records must be at least --partitions, and --partitions at least 1")
     if args.latency_seconds <= 0:
         parser.error("--latency-seconds must be > 0")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.warmup_seconds is None:
         args.warmup_seconds = 75.0 if args.latency_seconds >= 60 else args.latency_seconds
     return args
@@ -146,6 +157,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         warmup_seconds=args.warmup_seconds,
         timeout=args.timeout,
         quiet_timeout=args.quiet_timeout,
+        rounds=args.rounds,
     )
 
 
@@ -197,6 +209,24 @@ def warm_up_java_clients(clusters: list, work: Path, settings: Settings, load: O
     say(f"brokers' Java client paths warmed up by the copy loop in {time.monotonic() - began:.1f}s")
 
 
+def measure_workload(names, workload, clusters, work, settings, load, verified) -> dict:
+    """Every contender's numbers on one workload; a backlog workload in rounds."""
+    rounds = settings.rounds if workload.kind == "backlog" else 1
+    measure = measure_backlog if workload.kind == "backlog" else measure_steady
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for index in range(rounds):
+        if rounds > 1:
+            say(f"round {index + 1} of {rounds}")
+        for name in order(names, index):
+            contender = CONTENDERS[name]
+            one = Run(
+                contender, workload, clusters, work, settings, load, verified, round_index=index
+            )
+            runs[name].append(measure(one))
+            one.clean_up()
+    return {name: combine(runs[name]) for name in names}
+
+
 def run(args, command: str) -> dict:
     settings = _settings(args)
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="mirrorline-bench-"))
@@ -219,12 +249,9 @@ def run(args, command: str) -> dict:
             for workload_name in args.workloads:
                 workload = WORKLOADS[workload_name]
                 say(f"== {workload_name}: {workload.description}")
-                measured = {}
-                for name in args.contenders:
-                    one = Run(CONTENDERS[name], workload, clusters, work, settings, load, verified)
-                    measure = measure_backlog if workload.kind == "backlog" else measure_steady
-                    measured[name] = measure(one)
-                    one.clean_up()
+                measured = measure_workload(
+                    args.contenders, workload, clusters, work, settings, load, verified
+                )
                 results[workload_name] = {
                     "description": workload.description,
                     "contenders": measured,

@@ -77,7 +77,7 @@ def tables_text(report: dict) -> str:
         about = WORKLOADS[name].description
         parts += [f"### {name}", "", about[0].upper() + about[1:] + ".", "", workload_table(result)]
         parts += ["", _conditions(result), ""]
-        for line in (_age_windows(result), _checkpoint_ages(result)):
+        for line in (_rounds(result), _age_windows(result), _checkpoint_ages(result)):
             if line:
                 parts += [line, ""]
     parts.append(
@@ -85,6 +85,23 @@ def tables_text(report: dict) -> str:
         "(n/a: not measured for this workload)."
     )
     return "\n".join(parts)
+
+
+def _rounds(result: dict) -> str | None:
+    """Each round's records/s and start-up, where the workload ran in rounds."""
+    rows = []
+    for name, numbers in result["contenders"].items():
+        rounds = numbers.get("rounds")
+        if rounds:
+            rates = ", ".join(f"{r['throughput_rps']:,.0f}" for r in rounds)
+            starts = ", ".join(f"{r['startup_s']:.1f}" for r in rounds)
+            rows.append(f"{CONTENDERS[name].column} {rates} records/s, started in {starts} s")
+    if not rows:
+        return None
+    return (
+        "Each figure above is the median of the workload's rounds; round by round, in "
+        f"order: {'; '.join(rows)}."
+    )
 
 
 def _age_windows(result: dict) -> str | None:
@@ -136,13 +153,20 @@ def _conditions(result: dict) -> str:
 
 def settings_text(report: dict) -> str:
     s = report["settings"]
+    rounds = s.get("rounds", 1)
+    in_rounds = (
+        f" Each backlog workload runs in {rounds} rounds, the contenders' order reversed "
+        "every other round; its figures are the medians of the rounds."
+        if rounds > 1
+        else ""
+    )
     return (
         f"{s['records']:,} records per backlog, {s['partitions']} partitions, "
         f"`tasks.max = {s['tasks_max']}` for every replicator (the copy loop is one "
         f"consumer and one producer); steady load for {s['latency_seconds']:g} s after a "
         f"{s['warmup_seconds']:g} s warm-up. Single-node KRaft clusters `east` -> `west` "
         "on loopback; contenders run one after the other, each on its own copy of the "
-        "same records."
+        f"same records.{in_rounds}"
     )
 
 

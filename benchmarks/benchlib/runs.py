@@ -33,6 +33,7 @@ class Settings:
     warmup_seconds: float
     timeout: float
     quiet_timeout: float
+    rounds: int = 1  # of every backlog workload (see rounds.py)
 
 
 @dataclass
@@ -47,14 +48,19 @@ class Run:
     load: OtherLoad
     verified: dict = field(default_factory=dict)  # Mirrorline's checked settings, by contender
     extra_lines: tuple[str, ...] = ()  # more settings for every tuned contender's file
+    round_index: int = 0  # its round of the workload (0-based; see rounds.py)
+
+    @property
+    def _suffix(self) -> str:
+        return f"-{self.round_index + 1}" if self.round_index else ""
 
     @property
     def name(self) -> str:
-        return f"{self.workload.name}-{self.contender.name}"
+        return f"{self.workload.name}-{self.contender.name}{self._suffix}"
 
     @property
     def topic(self) -> str:
-        return f"bench-{self.workload.name.replace('_', '-')}-{self.contender.short}"
+        return f"bench-{self.workload.name.replace('_', '-')}-{self.contender.short}{self._suffix}"
 
     @property
     def remote(self) -> str:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from mirrorline.cli.main import app
 from mirrorline.config.loader import load_config
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.kafka import ClusterClients
 from support.kafka_io import unique_name
 

@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from mirrorline.admin_client import AdminClient
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.failover.state import STEPS, FailoverState, save_state
 from support.control import reset_control
 from support.driver_process import child_env, run_mirrorline

@@ -19,7 +19,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.devcluster import DevClusters
 from support.driver_process import run_mirrorline
 from support.driving import running_driver, write_config

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
-from mirrorline.control.flow_control import CONTROL_TOPIC, ControlStore
+from mirrorline.control.control_store import ControlStore
+from mirrorline.control.flow_control import CONTROL_TOPIC
 from mirrorline.formats import json_record
 from support.kafka_io import cluster_clients, conf
 

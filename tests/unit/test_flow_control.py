@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mirrorline.control.flow_control import ControlFold, ListChanges, _key, _list_key, _list_value
+from mirrorline.control.control_store import _key, _list_key, _list_value
+from mirrorline.control.flow_control import ControlFold, ListChanges
 from mirrorline.formats import json_record
 
 

@@ -25,7 +25,7 @@ from mirrorline.cli.config_summary import Runtime
 from mirrorline.client_errors import error_text
 from mirrorline.config import ConfigError
 from mirrorline.config.model import FlowConfig, Side
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.flow_context import side_clients
 from mirrorline.operations.positions import saved_progress
 from mirrorline.operations.source_link import SourceLink, advise, measure

@@ -25,7 +25,7 @@ from rich.text import Text
 from mirrorline.config import ConfigError, MirrorConfig, load_config
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.flow_context import side_clients
 from mirrorline.java_bridge import JavaCallError
 from mirrorline.kafka import ClusterClients, KafkaOperationError

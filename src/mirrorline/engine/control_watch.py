@@ -20,7 +20,8 @@ import threading
 
 from confluent_kafka import Consumer, TopicPartition
 
-from mirrorline.control.flow_control import CONTROL_TOPIC, ControlFold, ControlStore, FlowControl
+from mirrorline.control.control_store import ControlStore
+from mirrorline.control.flow_control import CONTROL_TOPIC, ControlFold, FlowControl
 from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)

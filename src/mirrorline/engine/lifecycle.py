@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mirrorline.control.flow_control import ControlStore, FlowControl, State
+from mirrorline.control.control_store import ControlStore
+from mirrorline.control.flow_control import FlowControl, State
 from mirrorline.engine.control_watch import ControlWatch
 from mirrorline.engine.progress import ProgressStore
 from mirrorline.flow_context import FlowContext

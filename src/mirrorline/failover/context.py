@@ -25,7 +25,8 @@ from mirrorline.cluster_access import ClusterAccess, Unreachable
 from mirrorline.config import MirrorConfig
 from mirrorline.config.flow_settings import FlowSettings
 from mirrorline.config.model import FlowConfig
-from mirrorline.control.flow_control import ControlStore, FlowControl, PositionRequest, State
+from mirrorline.control.control_store import ControlStore
+from mirrorline.control.flow_control import FlowControl, PositionRequest, State
 from mirrorline.failover.lag import FlowPositions
 from mirrorline.formats import Checkpoint
 from mirrorline.kafka import KafkaOperationError

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.failover.context import (
     FailoverContext,
     FailoverError,

@@ -27,7 +27,7 @@ from typing import Protocol
 from confluent_kafka import Consumer, TopicPartition
 
 from mirrorline.config.model import FlowConfig
-from mirrorline.control.flow_control import ControlStore
+from mirrorline.control.control_store import ControlStore
 from mirrorline.control.offset_runs import read_runs
 from mirrorline.control.translation import Run, TranslationStore
 from mirrorline.engine.progress import ProgressStore, SourcePartition

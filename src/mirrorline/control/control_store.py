@@ -137,8 +137,7 @@ class ControlStore:
             "updated_ms": changed.state_changed_ms,
             "version": FORMAT_VERSION,
         }
-        self.ensure_topic(timeout)
-        self._topic.write([(_key(flow, "state"), json_record(value))], timeout=timeout)
+        self._put(flow, "state", value, timeout)
         return changed
 
     def request_positions(
@@ -153,9 +152,13 @@ class ControlStore:
             "updated_ms": request.requested_ms,
             "version": FORMAT_VERSION,
         }
-        self.ensure_topic(timeout)
-        self._topic.write([(_key(flow, "positions"), json_record(value))], timeout=timeout)
+        self._put(flow, "positions", value, timeout)
         return request
+
+    def _put(self, flow: str, kind: str, value: dict, timeout: float) -> None:
+        """Write the flow's one record of `kind` (the topic made first, if it is not there)."""
+        self.ensure_topic(timeout)
+        self._topic.write([(_key(flow, kind), json_record(value))], timeout=timeout)
 
     def wait_saved(
         self,

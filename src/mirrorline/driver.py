@@ -144,7 +144,7 @@ class Driver:
             while not stop.is_set():
                 wake.clear()  # news during the tick makes the wait below return at once
                 self._guarded(runner, runner.tick)
-                wake.wait(TICK_S)
+                wake.wait(runner.wait_s(TICK_S))
         finally:
             self._guarded(runner, runner.stop)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mirrorline.engine.flow import retry_due
 from mirrorline.engine.health import ClusterVerdict
 from mirrorline.engine.schedule import Due, Scheduler
@@ -14,6 +16,28 @@ def test_loop_runs_at_start_then_every_interval():
     assert not due.take(105.0)
     assert due.take(110.0)
     assert not due.take(119.9)
+
+
+def test_a_late_run_does_not_make_the_later_ones_late():
+    due = Due(interval=1.0)
+    assert due.take(100.0)
+    assert due.take(101.4)  # looked at late
+    assert not due.take(101.9) and due.take(102.0)  # still on the second
+    assert due.take(105.5)  # more than an interval late: on from now
+    assert not due.take(106.4) and due.take(106.5)
+
+
+def test_the_flow_waits_until_the_next_loop_falls_due():
+    loops = Scheduler("a->b")
+    loops.every("rounds", 1.0, lambda: None, stage="s")
+    loops.every("at every look", 0.0, lambda: None, stage="s")
+    loops.every("elsewhere", 0.2, lambda: None, stage="t")
+    assert loops.wait_s(10.0, 0.5) == 0.5  # nothing ran yet: all due, none ahead
+    loops.run("s", 10.0)
+    assert loops.wait_s(10.6, 0.5) == pytest.approx(0.4)
+    assert loops.wait_s(10.0, 0.5) == 0.5
+    loops.run("t", 10.0)
+    assert loops.wait_s(10.1, 0.5) == pytest.approx(0.1)
 
 
 def test_disabled_loop_runs_once_at_start():

@@ -138,15 +138,18 @@ class BatchCommitter:
         term: Callable[[], int | None],
         metrics: BatchMetrics | None = None,
         startup: StartupTimeline | None = None,
+        on_saved: Callable[[], None] | None = None,
         backlog: int = BACKLOG,
     ) -> None:
         """`syncs` None: the flow emits no offset syncs. `term`: the driver's current
         term of leadership of the flow (None: it does not lead). `metrics` is told of
-        every batch once it is written (it must not block)."""
+        every batch once it is written, `on_saved` of every saved progress (neither
+        may block)."""
         self.flow = flow
         self._progress, self._runs, self._syncs = progress, runs, syncs
         self._gaps, self._ledger, self._term = gaps, ledger, term
         self._metrics = metrics
+        self._on_saved = on_saved
         self._backlog = backlog
         self._changed = threading.Condition()
         self._queue: deque[_Entry] = deque()
@@ -372,6 +375,8 @@ class BatchCommitter:
             if commit.batch is not None:
                 self._totals = self._totals.add(commit.batch)
             entry.written = True
+        if commit.progress and self._on_saved is not None:
+            self._on_saved()
         self._ledger.record(commit.gaps)
         if self._startup is not None and commit.batch is not None and commit.batch.stats.records:
             self._startup.reached(FIRST_BATCH)

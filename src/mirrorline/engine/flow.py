@@ -205,6 +205,11 @@ class FlowRunner:
         self.parts.close()
         self.context.close()
 
+    def wait_s(self, longest: float) -> float:
+        """How long the driver may wait before the next tick: `longest`, or less when a
+        control loop falls due sooner (a checkpoint round runs on time)."""
+        return self.parts.loops.wait_s(time.monotonic(), longest)
+
     def status(self) -> FlowStatus:
         clusters = self.parts.health.verdicts()
         totals = self.parts.committer.totals()

@@ -140,6 +140,8 @@ def build_parts(
         term=leadership.term,
         metrics=metrics,
         startup=startup,
+        # Commits noted ahead of the progress are checkpointed as soon as it passes them.
+        on_saved=context.wake.set if checkpointer is not None else None,
     )
     data_path = DataPath(
         context, spark, work_dir, committer, size_limits=topics.size_limits, term=leadership.term

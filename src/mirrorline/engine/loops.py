@@ -108,6 +108,10 @@ class FlowLoops:
     def run(self, stage: str, now: float) -> None:
         self.scheduler.run(stage, now)
 
+    def wait_s(self, now: float, longest: float) -> float:
+        """How long the flow may wait before a loop falls due (`longest` at most)."""
+        return self.scheduler.wait_s(now, longest)
+
     def explain(self, reason: str) -> str:
         """A failure's reason, or the ACLs the brokers deny the flow when some are missing.
 

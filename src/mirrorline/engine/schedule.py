@@ -1,7 +1,8 @@
 """A flow's periodic control loops, listed in one place, each failure kept apart.
 
 Every loop runs at once when the flow starts and then every `interval`
-seconds (a loop whose interval is None runs once, at start). A loop that
+seconds, at a fixed rate (a loop whose interval is None runs once, at start);
+the flow looks at its loops as soon as one falls due (`wait_s`). A loop that
 fails does not stop the others or the flow: its error is kept, for the
 flow's status, until the loop succeeds again, and it is tried again soon
 (after 1, 2, 4 ... seconds, at most `RETRY_MAX_S`, never later than its regular
@@ -45,7 +46,13 @@ class Due:
         """Whether the loop is due at `now`; if so, its next run is scheduled."""
         if now < self.next_at:
             return False
-        self.next_at = now + self.interval if self.interval is not None else math.inf
+        if self.interval is None:
+            self.next_at = math.inf
+        else:
+            # At a fixed rate: a run that came late does not make every later one late
+            # (the flow looks at its loops when one falls due, or sooner).
+            planned = self.next_at + self.interval
+            self.next_at = planned if planned > now else now + self.interval
         return True
 
     def outcome(self, ok: bool, now: float) -> None:
@@ -86,6 +93,12 @@ class Scheduler:
         for loop in self._loops:
             if loop.stage == stage and loop.due.take(now):
                 loop.due.outcome(self.guard(loop.name, loop.action), now)
+
+    def wait_s(self, now: float, longest: float) -> float:
+        """How long the flow may wait, at `now`, before a loop falls due: `longest` at
+        most. Loops due already (their stage cannot run) or at every look do not count."""
+        ahead = [loop.due.next_at - now for loop in self._loops if loop.due.next_at > now]
+        return min([longest, *ahead])
 
     def hurry(self, *names: str) -> None:
         """Make these loops due now (their stage still decides when they run)."""

@@ -162,12 +162,7 @@ final class PartitionLog {
     }
     long[][] head = deliveredOffsets(n);
     for (long[] run : runs(head[0], head[1])) {
-      long[] last = settled.isEmpty() ? null : settled.get(settled.size() - 1);
-      if (last != null && run[0] == last[0] + last[2] && run[1] == last[1] + last[2]) {
-        last[2] += run[2];
-      } else {
-        settled.add(run);
-      }
+      extend(settled, run);
     }
     int count = head[0].length;
     if (count > 0) {
@@ -250,9 +245,24 @@ final class PartitionLog {
 
   /** The settled runs, then those of {@code source} and {@code target} ({@link #deliveredOffsets}). */
   synchronized List<long[]> allRuns(long[] source, long[] target) {
-    List<long[]> all = new ArrayList<>(settled);
-    all.addAll(runs(source, target));
+    List<long[]> all = new ArrayList<>();
+    for (long[] run : settled) {
+      all.add(run.clone());
+    }
+    for (long[] run : runs(source, target)) {
+      extend(all, run);
+    }
     return all;
+  }
+
+  /** Add {@code run} to the end of {@code runs}, as part of the last one when it goes on from it. */
+  private static void extend(List<long[]> runs, long[] run) {
+    long[] last = runs.isEmpty() ? null : runs.get(runs.size() - 1);
+    if (last != null && run[0] == last[0] + last[2] && run[1] == last[1] + last[2]) {
+      last[2] += run[2];
+    } else {
+      runs.add(run);
+    }
   }
 
   /** Source and target offsets of the records not settled that the target accepted. */

@@ -153,4 +153,69 @@ class PartitionLogTest {
     assertEquals(50L, row.get("latency_max_ms"));
     assertEquals(2L, row.get("latency_count"));
   }
+
+  @Test
+  void aStretchSettledPartlyByAReportIsOneRunInTheSummary() {
+    PartitionLog log = new PartitionLog("orders", 2, 0);
+    long[] index = new long[10_000];
+    for (int i = 0; i < 6_000; i++) {
+      index[i] = log.noteSent(record(i, 1_000));
+    }
+    for (int i = 0; i < 5_000; i++) {
+      log.delivered(index[i], 20_000 + i, 1_000, 1_100);
+    }
+    Map<String, Object> first = log.report(2_000); // settles the first 5,000
+    assertEquals(5_000L, first.get("next_offset"));
+    assertEquals(5_000L, first.get("records"));
+    for (int i = 6_000; i < 10_000; i++) {
+      index[i] = log.noteSent(record(i, 1_000));
+    }
+    for (int i = 5_000; i < 10_000; i++) {
+      log.delivered(index[i], 20_000 + i, 1_000, 1_300);
+    }
+    log.nextOffset = 10_000;
+    Map<String, Object> summary = log.summary(3_000);
+    assertEquals(10_000L, summary.get("records"));
+    assertEquals(1, runsOf(summary).size());
+    assertArrayEquals(new long[] {0, 20_000, 10_000}, runsOf(summary).get(0));
+    assertEquals(9_999L, summary.get("last_offset"));
+    assertEquals(29_999L, summary.get("last_target_offset"));
+    assertEquals(10_000L, summary.get("latency_count"));
+    assertEquals(300L, summary.get("latency_max_ms"));
+    assertEquals(10_000L, log.report(3_000).get("next_offset"));
+  }
+
+  @Test
+  void deliveryReportsOnAnotherThreadMeetNotesAndReports() throws Exception {
+    PartitionLog log = new PartitionLog("orders", 2, 0);
+    int records = 100_000;
+    java.util.concurrent.BlockingQueue<Long> sent = new java.util.concurrent.LinkedBlockingQueue<>();
+    Thread reports = new Thread(() -> {
+      try {
+        for (int i = 0; i < records; i++) {
+          long index = sent.take();
+          log.delivered(index, 7_000 + index, 1_000, 1_001);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    });
+    reports.start();
+    long settled = 0;
+    for (int i = 0; i < records; i++) {
+      log.nextOffset = i + 1; // as the writer sets it, before sending
+      sent.put(log.noteSent(record(i, 1_000)));
+      if (i % 997 == 0) {
+        long next = (Long) log.report(2_000).get("next_offset");
+        assertEquals(true, next >= settled && next <= i + 1);
+        settled = next;
+      }
+    }
+    reports.join(60_000);
+    Map<String, Object> summary = log.summary(3_000);
+    assertEquals((long) records, summary.get("records"));
+    assertEquals(1, runsOf(summary).size());
+    assertArrayEquals(new long[] {0, 7_000, records}, runsOf(summary).get(0));
+    assertEquals((long) records, summary.get("latency_count"));
+  }
 }

@@ -2,9 +2,13 @@ package io.mirrorline.writer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import org.apache.kafka.common.header.Header;
 import org.junit.jupiter.api.Test;
 
@@ -189,7 +193,7 @@ class PartitionLogTest {
   void deliveryReportsOnAnotherThreadMeetNotesAndReports() throws Exception {
     PartitionLog log = new PartitionLog("orders", 2, 0);
     int records = 100_000;
-    java.util.concurrent.BlockingQueue<Long> sent = new java.util.concurrent.LinkedBlockingQueue<>();
+    BlockingQueue<Long> sent = new LinkedBlockingQueue<>();
     Thread reports = new Thread(() -> {
       try {
         for (int i = 0; i < records; i++) {
@@ -207,11 +211,12 @@ class PartitionLogTest {
       sent.put(log.noteSent(record(i, 1_000)));
       if (i % 997 == 0) {
         long next = (Long) log.report(2_000).get("next_offset");
-        assertEquals(true, next >= settled && next <= i + 1);
+        assertTrue(next >= settled && next <= i + 1);
         settled = next;
       }
     }
     reports.join(60_000);
+    assertFalse(reports.isAlive(), "the reporting thread did not end within a minute");
     Map<String, Object> summary = log.summary(3_000);
     assertEquals((long) records, summary.get("records"));
     assertEquals(1, runsOf(summary).size());

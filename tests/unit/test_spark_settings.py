@@ -182,15 +182,15 @@ def test_the_driver_advertises_the_address_it_reaches_the_master_from(master, ex
 @pytest.mark.parametrize(
     ("memory", "option"),
     [
-        ("2g", "-Xmn1228m"),
-        ("1g", "-Xmn614m"),
-        ("1536m", "-Xmn921m"),
-        ("4096", "-Xmn2457m"),  # a bare number is MiB, as Spark reads it
-        (" 2G ", "-Xmn1228m"),
-        ("1t", "-Xmn629145m"),
+        ("2g", "-Xmn1228m -XX:MaxTenuringThreshold=4"),
+        ("1g", "-Xmn614m -XX:MaxTenuringThreshold=4"),
+        ("1536m", "-Xmn921m -XX:MaxTenuringThreshold=4"),
+        ("4096", "-Xmn2457m -XX:MaxTenuringThreshold=4"),  # a bare number is MiB, as Spark reads it
+        (" 2G ", "-Xmn1228m -XX:MaxTenuringThreshold=4"),
+        ("1t", "-Xmn629145m -XX:MaxTenuringThreshold=4"),
     ],
 )
-def test_the_young_generation_is_fixed_at_its_share_of_the_heap(memory, option):
+def test_the_young_generation_is_fixed_at_its_share_of_the_heap_and_tenures_early(memory, option):
     assert session.young_generation(memory, "spark.driver.memory") == option
 
 

@@ -230,10 +230,13 @@ def _fixed_heap(memory: str) -> list[str]:
 
 # The share of a JVM's heap kept for new objects: G1's own upper bound for it.
 YOUNG_SHARE = 0.6
+# Young collections an object survives before it moves to the old generation.
+TENURE_AFTER = 4
 
 
 def young_generation(memory: str, setting: str) -> str:
-    """The Java option that fixes the young generation at `YOUNG_SHARE` of a `memory` heap.
+    """The Java options for the young generation of a `memory` heap: its size,
+    fixed at `YOUNG_SHARE`, and the age at which objects leave it, `TENURE_AFTER`.
 
     A record lives from the fetch that brought it until its delivery report, and
     the records a partition's consumer fetched past a batch's range wait for the
@@ -242,10 +245,19 @@ def young_generation(memory: str, setting: str) -> str:
     second: most records then survive a collection or two, are copied each time
     and end in the old generation, which takes concurrent cycles to empty. With
     the young generation at 60 % of the heap they die young, in a few
-    collections instead of dozens (see `benchmarks/RESULTS.md`). `setting` names
-    where `memory` came from, for the error if it is no memory size.
+    collections instead of dozens (see `benchmarks/RESULTS.md`).
+
+    What survives more than a few collections is not a record but the session's
+    own state, built while a query starts (about 50 MiB). G1 keeps copying it
+    between survivor spaces until it is 15 collections old: every young pause
+    of the first minutes takes 40-90 ms instead of 4-10, which a real-time
+    flow's records wait out (a collection every 20 s at 5,000 records/s of 1
+    KiB: the first five minutes). After `TENURE_AFTER` collections it moves to
+    the old generation once. `setting` names where `memory` came from, for the
+    error if it is no memory size.
     """
-    return f"-Xmn{int(_mebibytes(memory, setting) * YOUNG_SHARE)}m"
+    young = int(_mebibytes(memory, setting) * YOUNG_SHARE)
+    return f"-Xmn{young}m -XX:MaxTenuringThreshold={TENURE_AFTER}"
 
 
 def _mebibytes(memory: str, setting: str) -> int:

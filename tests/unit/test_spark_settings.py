@@ -180,17 +180,20 @@ def test_the_driver_advertises_the_address_it_reaches_the_master_from(master, ex
 
 
 @pytest.mark.parametrize(
-    ("memory", "option"),
+    ("memory", "young_mib"),
     [
-        ("2g", "-Xmn1228m -XX:MaxTenuringThreshold=4"),
-        ("1g", "-Xmn614m -XX:MaxTenuringThreshold=4"),
-        ("1536m", "-Xmn921m -XX:MaxTenuringThreshold=4"),
-        ("4096", "-Xmn2457m -XX:MaxTenuringThreshold=4"),  # a bare number is MiB, as Spark reads it
-        (" 2G ", "-Xmn1228m -XX:MaxTenuringThreshold=4"),
-        ("1t", "-Xmn629145m -XX:MaxTenuringThreshold=4"),
+        ("2g", 1228),
+        ("1g", 614),
+        ("1536m", 921),
+        ("4096", 2457),  # a bare number is MiB, as Spark reads it
+        (" 2G ", 1228),
+        ("1t", 629145),
     ],
 )
-def test_the_young_generation_is_fixed_at_its_share_of_the_heap_and_tenures_early(memory, option):
+def test_the_young_generation_is_fixed_at_its_share_of_the_heap_and_tenures_early(
+    memory, young_mib
+):
+    option = f"-Xmn{young_mib}m -XX:MaxTenuringThreshold=4"
     assert session.young_generation(memory, "spark.driver.memory") == option
 
 

@@ -250,7 +250,7 @@ def young_generation(memory: str, setting: str) -> str:
     What survives more than a few collections is not a record but the session's
     own state, built while a query starts (about 50 MiB). G1 keeps copying it
     between survivor spaces until it is 15 collections old: every young pause
-    of the first minutes takes 40-90 ms instead of 4-10, which a real-time
+    of the first minutes took 37-87 ms instead of 3-9, which a real-time
     flow's records wait out (a collection every 20 s at 5,000 records/s of 1
     KiB: the first five minutes). After `TENURE_AFTER` collections it moves to
     the old generation once. `setting` names where `memory` came from, for the

@@ -15,10 +15,11 @@ def test_the_session_opens_no_web_ui(spark):
     assert spark.sparkContext.uiWebUrl is None
 
 
-def test_micro_batch_plans_are_not_compiled(two_clusters, spark):
-    """The writer only reads a micro-batch's offset ranges from its plan, so Spark
-    need not compile the plan for every batch (`engine.session`): the batch a
-    `foreachBatch` query ran has no whole-stage generated code in its plan."""
+def test_query_plans_are_not_compiled(two_clusters, spark):
+    """Spark's whole-stage code generation is off for every flow (`engine.session`):
+    the writer only reads a micro-batch's offset ranges from its plan, and a
+    real-time query's plan has nothing to fuse. The batch a `foreachBatch` query
+    ran has no whole-stage generated code in its plan."""
     east, _ = two_clusters
     topic = unique_name("plan")
     create_topic(east.bootstrap_servers, topic, partitions=1)

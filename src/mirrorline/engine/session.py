@@ -85,6 +85,17 @@ DEFAULT_CONF: Mapping[str, str] = {
     # Mirrorline keeps its own progress in Kafka; a lost temporary checkpoint is fine.
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     "spark.sql.adaptive.enabled": "false",
+    # No whole-stage code generation. A micro-batch's rows are never computed (the
+    # writer reads the batch's offset ranges from its plan and its tasks read the
+    # source themselves: `batch_writer`), yet Spark generated and compiled the plan's
+    # projection for every batch, and the first one loaded the Janino compiler (from
+    # a signed jar, which the class archive cannot hold): 0.3-0.6 s later first
+    # records and about a tenth of the driver's CPU on a steady stream. A real-time
+    # query's plan is a scan feeding the foreach sink, with nothing to fuse: its
+    # compile delayed the tasks' start by 0.3-0.5 s, and a steady stream cost the
+    # same CPU per GB without it (benchmarks/RESULTS.md, "Whole-stage code
+    # generation off" and "Real-time start-up without the plan's compile").
+    "spark.sql.codegen.wholeStage": "false",
     # A driver runs for weeks and starts a job every micro-batch. Spark's status
     # store (what its UI shows, kept with the UI off too) keeps the last 1,000
     # jobs, stages and SQL executions and 100,000 tasks by default: at a batch a
@@ -112,17 +123,6 @@ DEFAULT_CONF: Mapping[str, str] = {
 # flows: every heartbeat costs each executor some CPU, and micro-batch flows
 # report with their batches.
 REAL_TIME_CONF = {"spark.executor.heartbeatInterval": "250ms"}
-
-# A micro-batch's rows are never computed: the writer reads the batch's offset
-# ranges from its plan and its tasks read the source themselves (`batch_writer`).
-# With whole-stage code generation Spark generates the plan's projection for
-# every batch it plans, and the first batch loaded the Janino compiler (from a
-# signed jar, which the class archive cannot hold) to compile it: 0.3-0.6 s
-# later first records, and about a tenth of the driver's CPU on a steady stream
-# (benchmarks/RESULTS.md, "Whole-stage code generation off"). Real-time tasks
-# do compute the rows, record by record, so a driver with a real-time flow keeps
-# Spark's default.
-MICRO_BATCH_CONF = {"spark.sql.codegen.wholeStage": "false"}
 
 
 def executor_jars(
@@ -163,7 +163,7 @@ def build_spark_session(
     one JSON object per line, as `mirrorline --log-format json` does. `archive_to`:
     the JVM writes its class archive there as it exits (`engine.class_archive`),
     instead of mapping the one there is. `real_time`: a flow of the driver runs in
-    real-time mode (`REAL_TIME_CONF`; else `MICRO_BATCH_CONF`; both below `conf`).
+    real-time mode (`REAL_TIME_CONF`, below `conf`).
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -176,7 +176,8 @@ def build_spark_session(
 
     settings = dict(DEFAULT_CONF)
     settings.update(cluster_settings(master))
-    settings.update(REAL_TIME_CONF if real_time else MICRO_BATCH_CONF)
+    if real_time:
+        settings.update(REAL_TIME_CONF)
     log_files = ["spark-log4j2.properties"] + (["spark-log4j2-json.properties"] * log_json)
     log_config = ",".join(
         f"file:{resources.files('mirrorline.resources') / name}" for name in log_files

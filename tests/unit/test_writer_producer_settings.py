@@ -1,6 +1,9 @@
-"""The writer producer: Mirrorline's defaults, the user's settings, the remote topics' limits."""
+"""The writer producer: Mirrorline's defaults, the user's settings, the remote topics' limits,
+and how many tasks of an executor share it."""
 
-from mirrorline.engine.batch_writer import producer_settings
+from types import SimpleNamespace
+
+from mirrorline.engine.batch_writer import executor_task_slots, producer_settings
 
 
 def test_requirements_win_over_the_user_and_defaults_lose_to_it():
@@ -20,3 +23,21 @@ def test_batches_fit_every_remote_topic_and_records_any_of_them_takes():
 def test_a_users_max_request_size_is_kept():
     merged = producer_settings({"max.request.size": "2000000"}, {"big": 6_291_456})
     assert merged["max.request.size"] == "2000000"
+
+
+def _spark(master: str, parallelism: int, executor_cores: str | None = None):
+    conf = {"spark.executor.cores": executor_cores} if executor_cores else {}
+    context = SimpleNamespace(
+        master=master,
+        defaultParallelism=parallelism,
+        getConf=lambda: SimpleNamespace(get=conf.get),
+    )
+    return SimpleNamespace(sparkContext=context)
+
+
+def test_an_executors_task_slots_are_local_threads_or_its_cores():
+    assert executor_task_slots(_spark("local[8]", 8)) == 8
+    assert executor_task_slots(_spark("local[4]", 4, executor_cores="2")) == 4
+    assert executor_task_slots(_spark("spark://h:7077", 6, executor_cores="2")) == 2
+    # No spark.executor.cores: an executor may take every core the application has.
+    assert executor_task_slots(_spark("spark://h:7077", 6)) == 6

@@ -66,6 +66,9 @@ class WriteSpec:
     dead_letter_topic: str | None = None
     exactly_once: ExactlyOnceSpec | None = None
     tasks_max: int | None = None  # most tasks of a batch; None: one per source partition
+    # Most of the flow's tasks one executor runs at once. At-least-once tasks share the
+    # executor's producer, which gets `buffer.memory` for each (`ProducerPool.forTasks`).
+    tasks_per_executor: int = 1
     # Remote topic -> its max.message.bytes; larger records are refused before sending.
     size_limits: Mapping[str, int] = field(default_factory=dict)
     # The flow's single message transforms (`TransformChain.as_json`); None: copy as is.
@@ -79,6 +82,7 @@ class WriteSpec:
                 "producer": producer_settings(self.producer_settings, self.size_limits),
                 "source": dict(self.source_settings),
                 "tasks_max": self.tasks_max or 0,
+                "tasks_per_executor": self.tasks_per_executor,
                 "remote_topics": dict(self.remote_topics),
                 "provenance": None
                 if self.provenance is None
@@ -155,6 +159,20 @@ def write_batch(frame, spec: WriteSpec, job_group: str) -> list[PartitionResult]
 def cancel_batch(spark, job_group: str) -> None:
     """Cancel a running batch's tasks; they drop whatever their producers still hold."""
     spark.sparkContext.cancelJobGroup(job_group)
+
+
+def executor_task_slots(spark) -> int:
+    """The most tasks one executor of `spark` runs at once.
+
+    In local mode, `local[N]`'s N (Spark's default parallelism); on a cluster,
+    `spark.executor.cores`, or when that is unset (an executor may take a whole
+    worker) every core the application has.
+    """
+    context = spark.sparkContext
+    cores = context.getConf().get("spark.executor.cores")
+    if cores and not (context.master == "local" or context.master.startswith("local[")):
+        return max(1, int(cores))
+    return max(1, context.defaultParallelism)
 
 
 def producer_settings(

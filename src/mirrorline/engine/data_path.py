@@ -56,6 +56,7 @@ from mirrorline.engine.batch_writer import (
     PartitionResult,
     WriteSpec,
     cancel_batch,
+    executor_task_slots,
     write_batch,
 )
 from mirrorline.engine.progress import PROGRESS_TOPIC
@@ -82,10 +83,17 @@ ASYNC_PROGRESS = {
 
 
 def write_spec(
-    context: FlowContext, ready: Mapping[str, int], provenance: Provenance | None
+    context: FlowContext,
+    ready: Mapping[str, int],
+    provenance: Provenance | None,
+    task_slots: int,
 ) -> WriteSpec:
-    """What the executors need to write the flow's records; shipped with every task."""
+    """What the executors need to write the flow's records; shipped with every task.
+
+    `task_slots`: the most tasks one executor runs at once (`executor_task_slots`).
+    """
     settings = context.settings
+    tasks = settings.tasks_max or sum(ready.values())
     exactly_once = (
         ExactlyOnceSpec(
             progress_topic=PROGRESS_TOPIC,
@@ -107,6 +115,7 @@ def write_spec(
         dead_letter_topic=settings.dead_letter_topic,
         exactly_once=exactly_once,
         tasks_max=settings.tasks_max,
+        tasks_per_executor=max(1, min(task_slots, tasks)),
         transforms=context.flow.transforms.as_json(),
     )
 
@@ -186,13 +195,15 @@ class DataPath:
         if self._query is not None:
             raise RuntimeError(f"flow {self._context.name}: the query is already running")
         settings = self._context.settings
-        run = _Run(write_spec(self._context, ready, provenance), term, self._committer.generation())
+        spark = self._spark.get()
+        spec = write_spec(self._context, ready, provenance, executor_task_slots(spark))
+        run = _Run(spec, term, self._committer.generation())
         # Only the driver writes there, even on a cluster: the query is stateless, so
         # executors keep no state store in it (see `engine.session`).
         self._checkpoint = (
             self._work_dir / "checkpoints" / self._context.name.replace(">", "") / uuid.uuid4().hex
         )
-        reader = self._spark.get().readStream.format("kafka")
+        reader = spark.readStream.format("kafka")
         for key, value in self._context.spark_source_options().items():
             reader = reader.option(key, value)
         reader = (

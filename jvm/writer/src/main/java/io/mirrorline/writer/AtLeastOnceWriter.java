@@ -88,7 +88,7 @@ final class AtLeastOnceWriter {
   /** Start writing with the executor's shared producer. */
   void open() {
     chain = TransformChain.start(spec.transforms);
-    lease = ProducerPool.shared(spec.flow, spec.producer);
+    lease = ProducerPool.shared(spec.flow, spec.producer, spec.tasksPerExecutor);
   }
 
   /** Send the record's copy, or count why it is not sent. */

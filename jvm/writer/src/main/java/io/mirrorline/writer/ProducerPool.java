@@ -22,6 +22,12 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * records of every task running on the executor into the same requests moved
  * 100-byte records faster than a producer per task, which made as many send
  * threads, connections and smaller produce requests (benchmarks/RESULTS.md).
+ * {@code buffer.memory} stays what it is with a producer per task (MirrorMaker 2's):
+ * what one task may hold unsent or unacknowledged. The shared producer gets it once
+ * for every task that may use it at the same time ({@link #forTasks}): a record batch
+ * takes {@code batch.size} of the buffer when it opens, however few records it holds,
+ * so with one task's buffer the tasks of a real-time query, each with small batches
+ * open and in flight, waited in {@code send} for room.
  * Delivery reports still come per record, so each task waits for its own. A
  * shared producer is discarded for every task using it at the first delivery that
  * fails one of them ({@link AtLeastOnceWriter}); their sends then fail too, and the
@@ -43,6 +49,8 @@ final class ProducerPool {
   private static final Map<String, Deque<Idle>> IDLE = new HashMap<>();
   private static final Map<String, Shared> SHARED = new HashMap<>();
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
+  private static final String BUFFER_MEMORY = "buffer.memory";
+  private static final long KAFKA_BUFFER_MEMORY = 32L * 1024 * 1024; // the client's default
 
   /** A producer given back, and when. */
   private static final class Idle {
@@ -120,11 +128,12 @@ final class ProducerPool {
    * {@code client.id} set by the user): a producer that fails is discarded for all
    * its tasks.
    */
-  static Lease shared(String flow, Map<String, String> settings) {
-    String key = flow + '\u0000' + key(settings);
+  static Lease shared(String flow, Map<String, String> settings, int tasks) {
+    Map<String, String> effective = forTasks(settings, tasks, Runtime.getRuntime().maxMemory());
+    String key = flow + '\u0000' + key(effective);
     Shared shared;
     synchronized (IDLE) {
-      shared = SHARED.computeIfAbsent(key, k -> new Shared(create(settings)));
+      shared = SHARED.computeIfAbsent(key, k -> new Shared(create(effective)));
       shared.users++;
     }
     return new Lease() {
@@ -153,6 +162,20 @@ final class ProducerPool {
         return shared.discarded.get();
       }
     };
+  }
+
+  /**
+   * The settings of a producer {@code tasks} share: {@code buffer.memory} (given, or
+   * Kafka's default) once for each task, but no more than a quarter of {@code maxHeap}
+   * and no less than one task's.
+   */
+  static Map<String, String> forTasks(Map<String, String> settings, int tasks, long maxHeap) {
+    String given = settings.get(BUFFER_MEMORY);
+    long perTask = given == null ? KAFKA_BUFFER_MEMORY : Long.parseLong(given.trim());
+    long bytes = Math.max(perTask, Math.min(perTask * Math.max(1, tasks), maxHeap / 4));
+    Map<String, String> out = new TreeMap<>(settings);
+    out.put(BUFFER_MEMORY, Long.toString(bytes));
+    return out;
   }
 
   static void discard(KafkaProducer<byte[], byte[]> producer) {

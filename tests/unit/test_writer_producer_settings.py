@@ -3,7 +3,8 @@ and how many tasks of an executor share it."""
 
 from types import SimpleNamespace
 
-from mirrorline.engine.batch_writer import executor_task_slots, producer_settings
+from mirrorline.engine.batch_writer import producer_settings
+from mirrorline.engine.session import executor_task_slots
 
 
 def test_requirements_win_over_the_user_and_defaults_lose_to_it():

@@ -161,20 +161,6 @@ def cancel_batch(spark, job_group: str) -> None:
     spark.sparkContext.cancelJobGroup(job_group)
 
 
-def executor_task_slots(spark) -> int:
-    """The most tasks one executor of `spark` runs at once.
-
-    In local mode, `local[N]`'s N (Spark's default parallelism); on a cluster,
-    `spark.executor.cores`, or when that is unset (an executor may take a whole
-    worker) every core the application has.
-    """
-    context = spark.sparkContext
-    cores = context.getConf().get("spark.executor.cores")
-    if cores and not (context.master == "local" or context.master.startswith("local[")):
-        return max(1, int(cores))
-    return max(1, context.defaultParallelism)
-
-
 def producer_settings(
     settings: Mapping[str, str], size_limits: Mapping[str, int] | None = None
 ) -> dict[str, str]:

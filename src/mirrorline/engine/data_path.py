@@ -56,12 +56,12 @@ from mirrorline.engine.batch_writer import (
     PartitionResult,
     WriteSpec,
     cancel_batch,
-    executor_task_slots,
     write_batch,
 )
 from mirrorline.engine.progress import PROGRESS_TOPIC
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.real_time import RealTimeResults, start_real_time
+from mirrorline.engine.session import executor_task_slots
 from mirrorline.engine.spark_promise import SparkPromise
 from mirrorline.engine.status import summarise
 from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
@@ -115,7 +115,7 @@ def write_spec(
         dead_letter_topic=settings.dead_letter_topic,
         exactly_once=exactly_once,
         tasks_max=settings.tasks_max,
-        tasks_per_executor=max(1, min(task_slots, tasks)),
+        tasks_per_executor=min(task_slots, tasks),
         transforms=context.flow.transforms.as_json(),
     )
 

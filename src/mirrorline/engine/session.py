@@ -301,10 +301,29 @@ def cluster_settings(master: str) -> dict[str, str]:
     loopback that is 127.0.0.1, and the driver listens there only. Local masters
     need nothing; masters without a host in their URL (`yarn`) keep Spark's default.
     """
-    if master.startswith("local"):
+    if _local(master):
         return {}
     address = _address_towards(master)
     return {"spark.driver.host": address} if address else {}
+
+
+def executor_task_slots(spark) -> int:
+    """The most tasks one executor of `spark` runs at once.
+
+    In local mode, `local[N]`'s N (Spark's default parallelism); on a cluster,
+    `spark.executor.cores`, or when that is unset (an executor may take a whole
+    worker) every core the application has.
+    """
+    context = spark.sparkContext
+    cores = context.getConf().get("spark.executor.cores")
+    if cores and not _local(context.master):
+        return int(cores)
+    return context.defaultParallelism
+
+
+def _local(master: str) -> bool:
+    """Whether `master` runs the executors in the driver's machine (`local`, `local[N]`...)."""
+    return master.startswith("local")
 
 
 def _address_towards(master: str) -> str | None:

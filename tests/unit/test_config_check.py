@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,28 @@ PASSWORD = "example-Eu-Centr4l-password"  # in examples/secrets/eu-central.prope
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def run_or_show_stacks(args: list[str], timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """`args` run to the end; one still running after `timeout` fails the test with
+    every Python thread's stack (faulthandler, on SIGABRT) and is gone."""
+    process = subprocess.Popen(
+        [args[0], "-X", "faulthandler", *args[1:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        try:
+            stdout, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+        pytest.fail(f"{args[1:]} still ran after {timeout:.0f} s:\n{stdout}\n{stderr}")
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
 def check(runner: CliRunner, *args: str) -> tuple[int, str]:
@@ -158,11 +181,8 @@ def test_clusters_that_do_not_answer_are_named_and_the_check_passes(
         encoding="utf-8",
     )
     # A process of its own: librdkafka would log to the real stderr.
-    done = subprocess.run(
-        [sys.executable, "-m", "mirrorline", "config", "check", "--timeout", "1", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = run_or_show_stacks(
+        [sys.executable, "-m", "mirrorline", "config", "check", "--timeout", "1", str(path)]
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  run time        run-time changes unknown: B did not answer" in done.stdout

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from mirrorline.cli import config_runtime
 from mirrorline.cli.config_runtime import _why, read_runtime
 from mirrorline.cli.config_summary import Runtime, cluster_row, flow_rows, loops, runtime_rows
 from mirrorline.config.loader import parse_config
@@ -175,6 +178,27 @@ def test_a_target_whose_clients_librdkafka_refuses_gets_a_note_without_secrets(
     assert runtime.note is not None
     assert runtime.note.startswith("reading them from B failed: Failed to create consumer")
     assert "ssl.ca.location" in runtime.note
+
+
+def test_a_read_that_outlives_the_answer_may_close_its_clients_before_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = threading.Event()
+
+    def stuck(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:
+        release.wait(30)
+        return Runtime(flow.target)
+
+    at_exit: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(config_runtime, "_read_one", stuck)
+    monkeypatch.setattr(config_runtime.atexit, "register", lambda *args: at_exit.append(args))
+    (runtime,) = read_runtime([flow()], timeout=0.1).values()
+    assert runtime.note == "B did not answer"
+    ((let_close, late, until),) = at_exit
+    assert [t.name for t in late] == ["runtime A->B"] and late[0].is_alive()
+    release.set()
+    let_close(late, until)
+    assert not late[0].is_alive()
 
 
 def test_notes_name_a_cluster_that_does_not_answer_and_hide_secrets() -> None:

@@ -14,6 +14,7 @@ not answer in time gets a note instead of its changes.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import re
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How long `config check` waits for a target cluster by default.
 READ_TIMEOUT_S = 5.0
+#: How long, after the answer, an exiting command lets late reads close their clients.
+CLOSE_GRACE_S = 10.0
 
 # librdkafka's words for a cluster that cannot be reached (as opposed to one that refuses).
 _NO_ANSWER = (
@@ -88,6 +91,9 @@ def read_runtime(
     deadline = time.monotonic() + 2 * timeout + 1.0
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
+    late = [thread for thread in threads if thread.is_alive()]
+    if late:
+        atexit.register(_let_close, late, deadline + CLOSE_GRACE_S)
     with lock:
         runtimes = {
             f.name: results.get(f.name) or Runtime(f.target, note=f"{f.target} did not answer")
@@ -98,6 +104,17 @@ def read_runtime(
                 link = links.get(f.name) or SourceLink(f.source, note=f"{f.source} did not answer")
                 runtimes[f.name] = dataclasses.replace(runtimes[f.name], link=link)
         return runtimes
+
+
+def _let_close(threads: Sequence[threading.Thread], until: float) -> None:
+    """At exit, let reads that outlived the answer close their clients, until `until`.
+
+    The answer does not wait for them, but the interpreter should not tear down
+    while they are inside librdkafka: its threads call back into Python, which
+    cannot be done once the interpreter is finalizing.
+    """
+    for thread in threads:
+        thread.join(max(0.0, until - time.monotonic()))
 
 
 def _read_one(flow: FlowConfig, timeout: float, first_start: bool) -> Runtime:

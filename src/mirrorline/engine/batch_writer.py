@@ -67,7 +67,7 @@ class WriteSpec:
     exactly_once: ExactlyOnceSpec | None = None
     tasks_max: int | None = None  # most tasks of a batch; None: one per source partition
     # Most of the flow's tasks one executor runs at once. At-least-once tasks share the
-    # executor's producer, which gets `buffer.memory` for each (`ProducerPool.forTasks`).
+    # executor's producer, which gets room for each one's batches (`ProducerPool.forTasks`).
     tasks_per_executor: int = 1
     # Remote topic -> its max.message.bytes; larger records are refused before sending.
     size_limits: Mapping[str, int] = field(default_factory=dict)

@@ -22,12 +22,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * records of every task running on the executor into the same requests moved
  * 100-byte records faster than a producer per task, which made as many send
  * threads, connections and smaller produce requests (benchmarks/RESULTS.md).
- * {@code buffer.memory} stays what it is with a producer per task (MirrorMaker 2's):
- * what one task may hold unsent or unacknowledged. The shared producer gets it once
- * for every task that may use it at the same time ({@link #forTasks}): a record batch
- * takes {@code batch.size} of the buffer when it opens, however few records it holds,
- * so with one task's buffer the tasks of a real-time query, each with small batches
- * open and in flight, waited in {@code send} for room.
+ * A record batch takes all of {@code batch.size} from {@code buffer.memory} as soon as
+ * it opens, however few records it holds. A producer per task needs room for one
+ * partition's open and in-flight batches; the shared one needs it for every task
+ * running at once ({@link #forTasks}): with one task's buffer, the tasks of a
+ * real-time query, each with small batches open and in flight, waited in
+ * {@code send} for room. More than that room would only let a backlog pile up
+ * unacknowledged records (and the objects that track them) for the collector.
  * Delivery reports still come per record, so each task waits for its own. A
  * shared producer is discarded for every task using it at the first delivery that
  * fails one of them ({@link AtLeastOnceWriter}); their sends then fail too, and the
@@ -50,7 +51,12 @@ final class ProducerPool {
   private static final Map<String, Shared> SHARED = new HashMap<>();
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
   private static final String BUFFER_MEMORY = "buffer.memory";
-  private static final long KAFKA_BUFFER_MEMORY = 32L * 1024 * 1024; // the client's default
+  private static final String IN_FLIGHT = "max.in.flight.requests.per.connection";
+  private static final String BATCH_SIZE = "batch.size";
+  // The client's defaults.
+  private static final long KAFKA_BUFFER_MEMORY = 32L * 1024 * 1024;
+  private static final long KAFKA_IN_FLIGHT = 5;
+  private static final long KAFKA_BATCH_SIZE = 16_384;
 
   /** A producer given back, and when. */
   private static final class Idle {
@@ -165,17 +171,23 @@ final class ProducerPool {
   }
 
   /**
-   * The settings of a producer {@code tasks} share: {@code buffer.memory} (given, or
-   * Kafka's default) once for each task, but no more than a quarter of {@code maxHeap}
-   * and no less than one task's.
+   * The settings of a producer {@code tasks} share: {@code buffer.memory} at least
+   * what was given (or Kafka's default), and room for each task's partition to have a
+   * batch open and {@code max.in.flight.requests.per.connection} batches in flight,
+   * each of {@code batch.size}, but no more than a quarter of {@code maxHeap}.
    */
   static Map<String, String> forTasks(Map<String, String> settings, int tasks, long maxHeap) {
-    String given = settings.get(BUFFER_MEMORY);
-    long perTask = given == null ? KAFKA_BUFFER_MEMORY : Long.parseLong(given.trim());
-    long bytes = Math.max(perTask, Math.min(perTask * Math.max(1, tasks), maxHeap / 4));
+    long given = number(settings, BUFFER_MEMORY, KAFKA_BUFFER_MEMORY);
+    long batches = number(settings, IN_FLIGHT, KAFKA_IN_FLIGHT) + 1;
+    long room = Math.max(1, tasks) * batches * number(settings, BATCH_SIZE, KAFKA_BATCH_SIZE);
     Map<String, String> out = new TreeMap<>(settings);
-    out.put(BUFFER_MEMORY, Long.toString(bytes));
+    out.put(BUFFER_MEMORY, Long.toString(Math.max(given, Math.min(room, maxHeap / 4))));
     return out;
+  }
+
+  private static long number(Map<String, String> settings, String name, long otherwise) {
+    String value = settings.get(name);
+    return value == null ? otherwise : Long.parseLong(value.trim());
   }
 
   static void discard(KafkaProducer<byte[], byte[]> producer) {

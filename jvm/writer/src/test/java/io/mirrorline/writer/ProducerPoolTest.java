@@ -56,16 +56,22 @@ class ProducerPoolTest {
   }
 
   @Test
-  void eachTaskSharingAProducerHasItsOwnBufferMemoryWithinAQuarterOfTheHeap() {
+  void aSharedProducerHasRoomForEachTasksOpenAndInFlightBatchesWithinAQuarterOfTheHeap() {
     long gib = 1L << 30;
-    Map<String, String> defaults = settings("d");
-    assertEquals("268435456", ProducerPool.forTasks(defaults, 8, 2 * gib).get("buffer.memory"));
-    assertEquals("33554432", ProducerPool.forTasks(defaults, 1, 2 * gib).get("buffer.memory"));
-    assertEquals("268435456", ProducerPool.forTasks(defaults, 64, gib).get("buffer.memory"));
-    Map<String, String> given = Map.of("buffer.memory", "1000000", "client.id", "g");
-    assertEquals("3000000", ProducerPool.forTasks(given, 3, gib).get("buffer.memory"));
-    Map<String, String> large = Map.of("buffer.memory", "900000000");
-    assertEquals("900000000", ProducerPool.forTasks(large, 4, gib).get("buffer.memory"));
-    assertEquals("g", ProducerPool.forTasks(given, 3, gib).get("client.id"));
+    Map<String, String> mirrorline = Map.of("batch.size", "1000000",
+        "max.in.flight.requests.per.connection", "5", "client.id", "m");
+    // Eight tasks: six batches of 1,000,000 bytes each.
+    assertEquals("48000000", ProducerPool.forTasks(mirrorline, 8, 2 * gib).get("buffer.memory"));
+    // One task: Kafka's default buffer is more than its six batches.
+    assertEquals("33554432", ProducerPool.forTasks(mirrorline, 1, 2 * gib).get("buffer.memory"));
+    assertEquals("67108864", ProducerPool.forTasks(mirrorline, 64, 256L << 20).get("buffer.memory"));
+    // Kafka's defaults: 16,384-byte batches, five in flight.
+    assertEquals("33554432", ProducerPool.forTasks(settings("d"), 64, gib).get("buffer.memory"));
+    Map<String, String> given = Map.of("buffer.memory", "900000000", "batch.size", "1000000");
+    assertEquals("900000000", ProducerPool.forTasks(given, 4, gib).get("buffer.memory"));
+    Map<String, String> oneInFlight = Map.of("batch.size", "10000000",
+        "max.in.flight.requests.per.connection", "1");
+    assertEquals("60000000", ProducerPool.forTasks(oneInFlight, 3, gib).get("buffer.memory"));
+    assertEquals("m", ProducerPool.forTasks(mirrorline, 3, gib).get("client.id"));
   }
 }

@@ -35,7 +35,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import benchlib  # noqa: F401  (puts this checkout's src/ first on the path)
-from benchlib import chart, client_check, report
+from benchlib import broker_storage, chart, client_check, report
 from benchlib.backlog import measure_backlog
 from benchlib.common import (
     BENCH_DIR,
@@ -136,6 +136,12 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--keep-work-dir", action="store_true", help="keep clusters' data and logs afterwards"
     )
+    parser.add_argument(
+        "--brokers-on-disk",
+        action="store_true",
+        help="keep the brokers' data in the work directory even when memory has room for it "
+        "(see benchlib/broker_storage.py)",
+    )
     args = parser.parse_args(argv)
     if args.records < args.partitions or args.partitions < 1:
         parser.error("--records must be at least --partitions, and --partitions at least 1")
@@ -232,12 +238,14 @@ def run(args, command: str) -> dict:
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="mirrorline-bench-"))
     (work / "logs").mkdir(parents=True, exist_ok=True)
     say(f"work directory (clusters, logs): {work}")
+    need = broker_storage.room_needed(settings, [WORKLOADS[w] for w in args.workloads])
+    brokers_dir, brokers_where = broker_storage.choose(work, need, args.brokers_on_disk)
     began = time.monotonic()
     results: dict = {}
     failed = True
     load = OtherLoad()
     try:
-        with clusters_running(work) as clusters:
+        with clusters_running(work, directory=brokers_dir) as clusters:
             bootstrap = {
                 SOURCE: clusters[0].bootstrap_servers,
                 TARGET: clusters[1].bootstrap_servers,
@@ -260,6 +268,7 @@ def run(args, command: str) -> dict:
         failed = False
     finally:
         load.stop()
+        broker_storage.release(brokers_dir, work, keep_logs=failed or args.keep_work_dir)
         if failed or args.keep_work_dir:
             say(f"kept {work} (logs in {work / 'logs'})")
         elif args.work_dir is None:
@@ -275,6 +284,7 @@ def run(args, command: str) -> dict:
         "duration_s": round(time.monotonic() - began, 1),
         "settings": {
             **asdict(settings),
+            "brokers_data": brokers_where,
             "workloads": {w: asdict(WORKLOADS[w]) for w in args.workloads},
             "contenders": {c: asdict(CONTENDERS[c]) for c in args.contenders},
             "baseline": BASELINE,

@@ -165,8 +165,8 @@ def settings_text(report: dict) -> str:
         f"`tasks.max = {s['tasks_max']}` for every replicator (the copy loop is one "
         f"consumer and one producer); steady load for {s['latency_seconds']:g} s after a "
         f"{s['warmup_seconds']:g} s warm-up. Single-node KRaft clusters `east` -> `west` "
-        "on loopback; contenders run one after the other, each on its own copy of the "
-        f"same records.{in_rounds}"
+        f"on loopback, their data {s.get('brokers_data', 'on disk')}; contenders run one "
+        f"after the other, each on its own copy of the same records.{in_rounds}"
     )
 
 

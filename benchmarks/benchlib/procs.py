@@ -215,14 +215,15 @@ class TreeSampler:
         while not self._stop.wait(self.interval):
             self.sample()
 
-    def sample(self, with_pss: bool = False) -> None:
-        """One sample; PSS only every `PSS_EVERY`-th time, or when asked (the last)."""
+    def sample(self, pss: bool | None = None) -> None:
+        """One sample; PSS every `PSS_EVERY`-th time, or as `pss` says (the last: always)."""
         tree = process_tree(self.root)
         distinct = one_per_address_space(tree)
         rss = sum(tree[pid].rss_kib for pid in distinct)
         self._samples += 1
-        with_pss = with_pss or self._samples % PSS_EVERY == 1
-        pss = sum(read_pss_kib(pid) for pid in distinct) if with_pss else 0
+        if pss is None:
+            pss = self._samples % PSS_EVERY == 1
+        pss_kib = sum(read_pss_kib(pid) for pid in distinct) if pss else 0
         with self._lock:
             for pid, s in tree.items():
                 self._cpu_ticks[(pid, s.start)] = s.cpu_ticks
@@ -233,7 +234,7 @@ class TreeSampler:
             if tree:
                 self._members = {pid: s.start for pid, s in tree.items()}
             self.peak_rss_kib = max(self.peak_rss_kib, rss)
-            self.peak_pss_kib = max(self.peak_pss_kib, pss)
+            self.peak_pss_kib = max(self.peak_pss_kib, pss_kib)
             self.peak_processes = max(self.peak_processes, len(tree))
 
     def cpu_seconds(self) -> float:
@@ -241,8 +242,13 @@ class TreeSampler:
             return sum(self._cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def cpu_seconds_now(self) -> float:
-        """CPU time up to this very moment (samples first, unlike `cpu_seconds`)."""
-        self.sample()
+        """CPU time up to this very moment (samples first, unlike `cpu_seconds`).
+
+        Without PSS: a Spark driver's takes the kernel up to 0.15 s to add up, and
+        the steady workload asks for this in the thread that reads the target, at
+        the start of its measured window, where the wait would age the records.
+        """
+        self.sample(pss=False)
         return self.cpu_seconds()
 
     def cpu_seconds_by_role(self) -> dict[str, float]:
@@ -399,7 +405,7 @@ class SampledProcess:
     def stop(self, timeout: float = 120) -> StopReport:
         """SIGTERM, wait up to `timeout` s for a graceful exit, then SIGKILL whatever is
         left of the tree."""
-        self.sampler.sample(with_pss=True)
+        self.sampler.sample(pss=True)
         members = self.sampler.members()
         self.sampler.stop()
         began = time.monotonic()

@@ -2,8 +2,8 @@
 
 The brokers are the benchmark's fixture, shared by every contender, not what it
 measures. On disk, the kernel writes their logs out in bursts: on the 2-core
-machine, Dirty pages fell by 50-160 MB at once about every 30 s, and during
-each burst every record in flight on both brokers waited 100-200 ms (every
+machine, Dirty pages fell by about 155 MB within 0.3 s about every 30 s, and
+during each burst every record in flight on both brokers waited 80-200 ms (every
 stall of 80 ms or more in a 120-s steady run fell on one; benchmarks/RESULTS.md,
 "Record age on a disk that writes in bursts"). Such a stall lands on whichever
 contender happens to run at that moment, and in a 60-s window it alone decides

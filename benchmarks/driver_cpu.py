@@ -189,7 +189,7 @@ def main(argv: list[str]) -> int:
     say(f"work directory: {work}")
     results = []
     try:
-        with clusters_running(work) as clusters:
+        with clusters_running(work / "clusters") as clusters:
             for rate in args.rates:
                 results.append(measure(rate, clusters, work, args))
     except BenchmarkError as exc:

@@ -599,7 +599,7 @@ def run(opts: Options, command: str) -> dict:
     results: dict = {}
     failed = True
     try:
-        with clusters_running(work) as clusters:
+        with clusters_running(work / "clusters") as clusters:
             source = clusters[0]
             topics = [source_topic(t) for t in opts.tools]
             for topic in topics:

@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     runs = []
     with tempfile.TemporaryDirectory(prefix="many-partitions-") as scratch:
         work = Path(scratch)
-        with clusters_running(work) as (east, west):
+        with clusters_running(work / "clusters") as (east, west):
             for tool in ("mirrorline", "mm2"):
                 names = [f"{tool}-wide-{i:03d}" for i in range(opts.topics)]
                 say(f"{tool}: creating {len(names)} topics x {opts.partitions} partitions")

@@ -245,7 +245,7 @@ def run(args, command: str) -> dict:
     failed = True
     load = OtherLoad()
     try:
-        with clusters_running(work, directory=brokers_dir) as clusters:
+        with clusters_running(brokers_dir) as clusters:
             bootstrap = {
                 SOURCE: clusters[0].bootstrap_servers,
                 TARGET: clusters[1].bootstrap_servers,

@@ -294,7 +294,7 @@ def main(argv: list[str]) -> int:
     failed = True
     results = []
     try:
-        with clusters_running(work) as clusters:
+        with clusters_running(work / "clusters") as clusters:
             # In turn, so that a change in the machine's load touches every layout alike.
             runs = [(r, layout) for r in range(args.repeats) for layout in args.layouts]
             topics = [f"scale-{w}x{c}-{r}" for r, (w, c) in runs]

@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
     opts = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mirrorline-smt-bench-"))
     runs: list[dict] = []
-    with clusters_running(work) as (east, west):
+    with clusters_running(work / "clusters") as (east, west):
         create_topic(east.bootstrap_servers, TOPIC, opts.partitions)
         say(f"pre-loading {opts.records:,} records of {opts.size} bytes")
         preload(

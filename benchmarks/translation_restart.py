@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     opts = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mirrorline-restart-"))
     rows = []
-    with clusters_running(work) as (east, west):
+    with clusters_running(work / "clusters") as (east, west):
         create_topic(east.bootstrap_servers, TOPIC, opts.partitions)
         config = write_replication_config(
             work / "flow.properties", [east, west], TOPIC, opts.partitions

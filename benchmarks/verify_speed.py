@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-save", action="store_true", help="print only")
     opts = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mirrorline-verify-bench-"))
-    with clusters_running(work) as (east, west):
+    with clusters_running(work / "clusters") as (east, west):
         create_topic(east.bootstrap_servers, TOPIC, opts.partitions)
         create_topic(west.bootstrap_servers, REMOTE, opts.partitions)
         began = time.perf_counter()

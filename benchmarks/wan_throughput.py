@@ -155,7 +155,7 @@ def run_latency(args, latency_ms: int, work: Path, load: OtherLoad) -> dict:
     say(f"=== {SOURCE} behind a link of {link.describe()}")
     (work / "logs").mkdir(parents=True, exist_ok=True)
     results: dict = {"link": asdict(link), "workloads": {}}
-    with clusters_running(work, source_link=link) as clusters:
+    with clusters_running(work / "clusters", source_link=link) as clusters:
         bootstrap = {SOURCE: clusters[0].bootstrap_servers, TARGET: clusters[1].bootstrap_servers}
         verified = _mirrorline_settings(args.contenders, work, bootstrap, settings.tasks_max)
         warm_up(clusters, min(args.warm_up_records, args.records), args.partitions)

@@ -21,12 +21,12 @@ remove a deleted topic's files a second later (`file.delete.delay.ms`).
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from benchlib.common import say
+from benchlib.environment import meminfo_bytes
 
 MEMORY_DIR = Path("/dev/shm")
 # Room left for the processes themselves: a Spark driver or MM2 (2.5 GiB), two
@@ -50,22 +50,11 @@ def room_needed(settings, workloads) -> int:
     return int(2 * largest * 1.25)  # both brokers; indexes and internal topics
 
 
-def available_memory() -> int:
-    """MemAvailable of /proc/meminfo in bytes (0 when it cannot be read)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def choose(work: Path, need: int, on_disk: bool) -> tuple[Path, str]:
     """The directory for the clusters and how the report names where it is."""
     if on_disk:
         return work / "clusters", "on disk (as asked)"
-    room = available_memory() - PROCESS_RESERVE
+    room = meminfo_bytes("MemAvailable") - PROCESS_RESERVE
     if not MEMORY_DIR.is_dir() or need > min(room, shutil.disk_usage(MEMORY_DIR).free):
         say(
             f"brokers' data on disk: the run may keep {need / 2**30:.1f} GiB in their logs, "
@@ -90,5 +79,5 @@ def release(directory: Path, work: Path, keep_logs: bool) -> None:
             dirs_exist_ok=True,
         )
     shutil.rmtree(directory, ignore_errors=True)
-    if directory.exists() and os.listdir(directory):
+    if directory.exists():
         say(f"could not remove {directory} entirely")

@@ -36,10 +36,18 @@ def _cpu_model() -> str:
 
 
 def _memory_gib() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return round(int(line.split()[1]) / 1024 / 1024, 1)
-    return 0.0
+    return round(meminfo_bytes("MemTotal") / 2**30, 1)
+
+
+def meminfo_bytes(field: str) -> int:
+    """A field of /proc/meminfo (`MemTotal`, `MemAvailable`...) in bytes; 0 if unread."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _git_commit() -> str:

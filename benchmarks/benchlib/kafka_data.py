@@ -38,14 +38,12 @@ def admin_client(bootstrap: str) -> AdminClient:
 
 
 @contextmanager
-def clusters_running(
-    work: Path, source_link: Link | None = None, directory: Path | None = None
-) -> Iterator[list]:
-    """Two single-node KRaft clusters, `east` (source) and `west` (target), that die
-    with this process; yields them in that order. With `source_link`, every client
-    reaches the source through that simulated WAN link (see `mirrorline.devlink`).
-    They live in `directory`, by default the work directory's `clusters`."""
-    clusters = DevClusters(directory or work / "clusters")
+def clusters_running(directory: Path, source_link: Link | None = None) -> Iterator[list]:
+    """Two single-node KRaft clusters, `east` (source) and `west` (target), in
+    `directory`, that die with this process; yields them in that order. With
+    `source_link`, every client reaches the source through that simulated WAN link
+    (see `mirrorline.devlink`)."""
+    clusters = DevClusters(directory)
     try:
         if source_link is None:
             started = clusters.up([SOURCE, TARGET], die_with_parent=True, progress=say)

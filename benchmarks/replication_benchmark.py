@@ -64,6 +64,8 @@ from benchlib.runs import Run, Settings
 from benchlib.steady import measure_steady
 from benchlib.workloads import WORKLOADS
 
+from mirrorline.devbroker import jvm_profile
+
 RESULTS_MARKERS = ("<!-- benchmark:start -->", "<!-- benchmark:end -->")
 README_MARKERS = ("<!-- benchmark-table:start -->", "<!-- benchmark-table:end -->")
 # Records each broker writes and serves before the first measured run (see `warm_up`):
@@ -285,6 +287,7 @@ def run(args, command: str) -> dict:
         "settings": {
             **asdict(settings),
             "brokers_data": brokers_where,
+            "brokers_jvm": " ".join(jvm_profile()),
             "workloads": {w: asdict(WORKLOADS[w]) for w in args.workloads},
             "contenders": {c: asdict(CONTENDERS[c]) for c in args.contenders},
             "baseline": BASELINE,

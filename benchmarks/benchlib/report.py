@@ -160,13 +160,14 @@ def settings_text(report: dict) -> str:
         if rounds > 1
         else ""
     )
+    jvm = f", their JVMs `{s['brokers_jvm']}`" if s.get("brokers_jvm") else ""
     return (
         f"{s['records']:,} records per backlog, {s['partitions']} partitions, "
         f"`tasks.max = {s['tasks_max']}` for every replicator (the copy loop is one "
         f"consumer and one producer); steady load for {s['latency_seconds']:g} s after a "
         f"{s['warmup_seconds']:g} s warm-up. Single-node KRaft clusters `east` -> `west` "
-        f"on loopback, their data {s.get('brokers_data', 'on disk')}; contenders run one "
-        f"after the other, each on its own copy of the same records.{in_rounds}"
+        f"on loopback, their data {s.get('brokers_data', 'on disk')}{jvm}; contenders run "
+        f"one after the other, each on its own copy of the same records.{in_rounds}"
     )
 
 

@@ -21,11 +21,12 @@ clients (`listener_settings`).
 
 Retention and compaction act within seconds, so that tests can watch them.
 
-The nodes' JVMs run as Kafka's scripts run them (G1, both JIT compilers) unless
-``MIRRORLINE_DEV_BROKER_JVM=light``: the serial collector and the client JIT
-compiler only, which halves the CPU a node needs to start (six nodes booting on
-two cores: about 10 s instead of 17) at the cost of peak throughput. Test
-suites that start and restart many nodes use it; benchmarks do not.
+The nodes' JVMs run as Kafka's scripts run them (a fixed 1 GiB heap, G1, both JIT
+compilers) unless ``MIRRORLINE_DEV_BROKER_JVM=light``: a heap that grows from 256
+MiB, the serial collector and the client JIT compiler only, which halves the CPU a
+node needs to start (six nodes booting on two cores: about 10 s instead of 17) at
+the cost of peak throughput. Test suites that start and restart many nodes use it;
+benchmarks do not.
 `DevClusters` (in `devcluster`) starts, finds and stops clusters; this module only
 says what to run and with which files.
 """
@@ -265,13 +266,23 @@ def _log_config() -> Path:
 
 JVM_ENV = "MIRRORLINE_DEV_BROKER_JVM"
 _JVM_PROFILES = {
-    "standard": ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"],
-    "light": ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"],
+    # Kafka's kafka-server-start.sh and kafka-run-class.sh: a fixed 1 GiB heap and G1
+    # with their pause goal and marking threshold.
+    "standard": [
+        "-Xms1g",
+        "-Xmx1g",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:InitiatingHeapOccupancyPercent=35",
+        "-XX:+ExplicitGCInvokesConcurrent",
+    ],
+    # A heap that grows from 256 MiB: many nodes on one machine.
+    "light": ["-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"],
 }
 
 
 def jvm_profile() -> list[str]:
-    """The nodes' collector and compiler flags, as `JVM_ENV` chooses (see the module)."""
+    """The nodes' heap, collector and compiler flags, as `JVM_ENV` chooses (see the module)."""
     name = os.environ.get(JVM_ENV) or "standard"
     if name not in _JVM_PROFILES:
         from mirrorline.devstate import DevClusterError  # devstate imports this module
@@ -283,8 +294,6 @@ def jvm_profile() -> list[str]:
 def java_command(java: str, classpath: str, home: Path, main: str) -> list[str]:
     return [
         java,
-        "-Xms256m",
-        "-Xmx1g",
         *jvm_profile(),
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",

@@ -28,6 +28,7 @@ from support.service import (
     get_ok,
     get_text,
     own_aliases,
+    polled_sum,
     running_service,
     write_aliased_config,
 )
@@ -95,14 +96,8 @@ def _topic(r: Replicated, topic: str) -> str:
 
 
 def _count(r: Replicated, topic: str) -> float | None:
-    """The topic's record-count over 15 minutes; None until the service knows the topic, or
-    while it is slow to answer: this is polled while the driver, both services and the
-    clusters share the machine's two cores, and the caller's deadline bounds the wait."""
-    try:
-        status, doc = get(r.url(f"{_topic(r, topic)}/record-count?window=15m"))
-    except TimeoutError:
-        return None
-    return doc["sum"] if status == 200 else None
+    """The topic's record-count over 15 minutes, as `polled_sum` reads it."""
+    return polled_sum(r.url(f"{_topic(r, topic)}/record-count?window=15m"))
 
 
 def _wait_replicated(r: Replicated) -> None:
@@ -319,7 +314,7 @@ def test_identity_policy_topic_metrics_by_downstream_name(two_clusters, spark, t
     with running_driver(config, spark, tmp_path / "work"), running_service(config) as service:
         downstream = f"{service.url}/v2/topic-metrics/{dst}/{topic}"
         wait_until(
-            lambda: get(f"{downstream}/record-count?window=15m")[1].get("sum") == 2_000,
+            lambda: polled_sum(f"{downstream}/record-count?window=15m") == 2_000,
             timeout=180,
             what="record-count by downstream name to reach 2000",
         )

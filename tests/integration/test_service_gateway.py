@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from support.driving import running_driver
 from support.kafka_io import Record, create_topic, produce, unique_name
-from support.service import get, get_ok, own_aliases, running_service, write_aliased_config
+from support.service import (
+    get,
+    get_ok,
+    own_aliases,
+    polled_sum,
+    running_service,
+    write_aliased_config,
+)
 from support.wait import wait_until
 
 RECORDS = 1_500
@@ -57,7 +64,7 @@ def test_gateway_serves_a_remote_service_and_survives_its_stop(three_clusters, s
             # Metrics of the remote flow are fetched from the service that reports it.
             far_count = f"{gateway.url}/v2/cluster-metrics/{src}/{far}/record-count?window=15m"
             wait_until(
-                lambda: get(far_count)[1].get("sum") == RECORDS,
+                lambda: polled_sum(far_count) == RECORDS,
                 timeout=120,
                 what="the remote flow's record-count through the gateway",
             )

@@ -121,6 +121,17 @@ def get(url: str, caller: Caller = ANYBODY) -> tuple[int, Any]:
     return status, json.loads(body)
 
 
+def polled_sum(url: str, caller: Caller = ANYBODY) -> float | None:
+    """The `sum` of the metric document at `url`, for a wait's condition: None while the
+    service does not know it yet or does not answer within the request's timeout (it is
+    polled while a flow replicates on the same two cores; the wait's deadline bounds it)."""
+    try:
+        status, doc = get(url, caller)
+    except TimeoutError:
+        return None
+    return doc.get("sum") if status == 200 else None
+
+
 def get_ok(url: str, caller: Caller = ANYBODY) -> Any:
     status, doc = get(url, caller)
     assert status == 200, f"GET {url}: {status} {doc}"

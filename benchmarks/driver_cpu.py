@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The driver's CPU during transfer at one record rate and at twice it, on a Spark
-standalone cluster, and what the driver's Python spends it on.
+standalone cluster, and what the driver spends it on.
 
 The driver plans every micro-batch and writes each flow's bookkeeping; the
 executors move the records. Scaling out on more executors is only worth
@@ -11,7 +11,9 @@ spark://...` and a paced producer at the rate. After `--warmup-seconds` the CPU
 of the driver's Python process, of its Spark JVM (in client mode: the planner)
 and of the worker with its executors is taken over `--seconds`, and py-spy
 samples the driver's Python over the same window (`--nonblocking`: the driver is
-never paused), so the functions with the most samples say where its time goes.
+never paused), so the functions with the most samples say where its time goes;
+the Spark JVM's CPU over the window is split by thread, a pool's threads summed
+under one name (`dispatcher-event-loop-#`).
 
 Results go to `benchmarks/results/driver-cpu-<date>-<time>.json`.
 """
@@ -42,13 +44,14 @@ from benchlib.kafka_data import (  # noqa: E402
     create_topic,
     paced_producer,
 )
-from benchlib.procs import SampledProcess, TreeSampler  # noqa: E402
+from benchlib.procs import SampledProcess, TreeSampler, thread_group  # noqa: E402
 from benchlib.replicators import mirrorline_command, write_replication_config  # noqa: E402
 
 from support.spark_standalone import StandaloneCluster  # noqa: E402
 
 DRIVER_ROLES = ("Python driver", "Spark JVM")
 TOP_FUNCTIONS = 12
+TOP_THREADS = 10
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -95,12 +98,14 @@ def measure(rate: int, clusters, work: Path, args: argparse.Namespace) -> dict:
             say(f"  copying after {time.monotonic() - proc.started:.1f}s; warming up")
             _wait(lambda: False, proc, args.warmup_seconds, None)
             before = _cpu(proc.sampler, executors)
+            jvm_before = proc.sampler.thread_cpu_seconds("Spark JVM", thread_group)
             copied_before = sum(target.end_offsets(remote).values())
             began = time.monotonic()
             profile = _profile(proc.popen.pid, args.seconds, work / f"py-spy-{rate}.txt")
             window = time.monotonic() - began
             copied = sum(target.end_offsets(remote).values()) - copied_before
             after = _cpu(proc.sampler, executors)
+            jvm_after = proc.sampler.thread_cpu_seconds("Spark JVM", thread_group)
         finally:
             halt.set()
             producer.join(90)
@@ -115,6 +120,7 @@ def measure(rate: int, clusters, work: Path, args: argparse.Namespace) -> dict:
         "cpu_cores": per_s,
         "driver_cpu_cores": round(sum(per_s[r] for r in DRIVER_ROLES), 3),
         "driver_python_top": profile,
+        "driver_jvm_threads": _busiest(jvm_before, jvm_after, window),
     }
     say(
         f"  {rate:,}/s: copied {result['copied_per_s']:,.0f}/s; CPU cores: "
@@ -142,6 +148,13 @@ def _cpu(driver: TreeSampler, executors: TreeSampler) -> dict[str, float]:
     found = {role: roles.get(role, 0.0) for role in DRIVER_ROLES}
     found["worker and executors"] = executors.cpu_seconds_now()
     return found
+
+
+def _busiest(before: dict[str, float], after: dict[str, float], window: float) -> list[dict]:
+    """The driver JVM's thread groups that used the most CPU in the window, in cores."""
+    used = {name: after[name] - before.get(name, 0.0) for name in after}
+    top = sorted(used.items(), key=lambda item: -item[1])[:TOP_THREADS]
+    return [{"threads": name, "cores": round(cpu / window, 3)} for name, cpu in top if cpu > 0]
 
 
 def _profile(pid: int, seconds: float, out: Path) -> list[dict]:
@@ -209,6 +222,10 @@ def main(argv: list[str]) -> int:
             f"{cores['Spark JVM']} | {cores['worker and executors']} | "
             f"{r['driver_cpu_cores'] / max(base['driver_cpu_cores'], 1e-9):.2f}x |"
         )
+    for r in results:
+        print(f"\ndriver's Spark JVM at {r['rate']:,}/s, cores by thread:")
+        for entry in r["driver_jvm_threads"]:
+            print(f"  {entry['cores']:6.3f}  {entry['threads']}")
     for r in results:
         print(f"\ndriver Python at {r['rate']:,}/s, own time by function:")
         for entry in r["driver_python_top"]:

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,8 +158,17 @@ def thread_kind(name: str) -> str:
     return "other threads"
 
 
-def thread_cpu_seconds(pids: Iterable[int]) -> dict[str, float]:
-    """CPU seconds the threads of `pids` used so far, summed by `thread_kind`.
+def thread_group(name: str) -> str:
+    """A JVM thread's name with its numbers as `#`, so that a pool's threads add up
+    (`dispatcher-event-loop-#`, `C# CompilerThre`)."""
+    return re.sub(r"\d+", "#", name).strip()
+
+
+def thread_cpu_seconds(
+    pids: Iterable[int], by: Callable[[str], str] = thread_kind
+) -> dict[str, float]:
+    """CPU seconds the threads of `pids` used so far, summed by `by` of their names
+    (`thread_kind` unless told).
 
     A thread that ended took its time with it: compare two readings only over a
     stretch in which the threads that do the work live on (a copy's transfer).
@@ -173,9 +182,9 @@ def thread_cpu_seconds(pids: Iterable[int]) -> dict[str, float]:
         for tid in tids:
             sample = _read_stat_file(f"/proc/{pid}/task/{tid}/stat")
             if sample is not None:
-                kind = thread_kind(sample.name)
-                ticks[kind] = ticks.get(kind, 0) + sample.cpu_ticks
-    return {kind: n / os.sysconf("SC_CLK_TCK") for kind, n in ticks.items()}
+                key = by(sample.name)
+                ticks[key] = ticks.get(key, 0) + sample.cpu_ticks
+    return {key: n / os.sysconf("SC_CLK_TCK") for key, n in ticks.items()}
 
 
 class TreeSampler:
@@ -261,10 +270,18 @@ class TreeSampler:
         # Short-lived helpers (a shell, readlink) show up with no measurable time.
         return {role: round(sec, 1) for role, sec in sorted(by_role.items()) if sec >= 0.05}
 
-    def thread_cpu_seconds(self) -> dict[str, float]:
+    def thread_cpu_seconds(
+        self, role: str | None = None, by: Callable[[str], str] = thread_kind
+    ) -> dict[str, float]:
         """`thread_cpu_seconds` of the tree's processes as last sampled (`cpu_seconds_now`
-        samples first)."""
-        return thread_cpu_seconds(self.members())
+        samples first); only those of `role` when given."""
+        with self._lock:
+            pids = [
+                pid
+                for pid, start in self._members.items()
+                if role is None or self._roles.get((pid, start), ("", ""))[1] == role
+            ]
+        return thread_cpu_seconds(pids, by)
 
     def members(self) -> dict[int, int]:
         """The last seen tree, pid -> start time."""

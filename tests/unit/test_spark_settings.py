@@ -200,3 +200,17 @@ def test_the_young_generation_is_fixed_at_its_share_of_the_heap_and_tenures_earl
 def test_a_memory_size_spark_cannot_read_names_its_setting():
     with pytest.raises(JvmSetupError, match=r"spark.executor.memory = 'lots' is no memory size"):
         session.young_generation("lots", "spark.executor.memory")
+
+
+@pytest.mark.parametrize(
+    ("master", "options"),
+    [
+        ("local[*]", []),
+        ("local[2]", []),
+        ("spark://127.0.0.1:7077", ["-XX:TieredStopAtLevel=1"]),
+        ("yarn", ["-XX:TieredStopAtLevel=1"]),
+        ("k8s://https://127.0.0.1:6443", ["-XX:TieredStopAtLevel=1"]),
+    ],
+)
+def test_a_driver_with_executors_of_its_own_compiles_with_c1_only(master, options):
+    assert session.driver_compilation(master) == options

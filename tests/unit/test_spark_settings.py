@@ -214,3 +214,16 @@ def test_a_memory_size_spark_cannot_read_names_its_setting():
 )
 def test_a_driver_with_executors_of_its_own_compiles_with_c1_only(master, options):
     assert session.driver_compilation(master) == options
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "joined"),
+    [
+        (["io.mirrorline.P"], "", "io.mirrorline.P"),
+        (["io.mirrorline.P"], " com.example.Q , ,io.mirrorline.P", "io.mirrorline.P,com.example.Q"),
+        (["/a.jar", "/b.jar"], "/c.jar", "/a.jar,/b.jar,/c.jar"),
+    ],
+)
+def test_a_users_spark_list_is_added_to_mirrorlines(ours, theirs, joined):
+    """`spark.jars` and `spark.plugins` of `--spark-conf` join Mirrorline's own."""
+    assert session.added_to(ours, theirs) == joined

@@ -65,6 +65,15 @@ os.register_at_fork(after_in_child=_ignore_sigterm_in_jvm_child)
 # reason about than one that changes with the file.
 EXECUTOR_JAR_SETS: tuple[str, ...] = ("spark-kafka", "connect-transforms", "mirrorline-writer")
 
+# Every JVM that runs tasks (the executors; in local mode the driver's) keeps
+# HotSpot's optimising compiler for the per-record path only: Spark's, Scala's and
+# Netty's code that runs once a task or a heartbeat is compiled by C1 alone. The
+# plugin (in the writer's jar) adds the writer's compiler directives as the executor
+# starts; the why and the measurements are in its Javadoc and in
+# benchmarks/RESULTS.md ("Spark's own code without C2"). A `spark.plugins` of the
+# user's is kept beside it.
+PLUGIN = "io.mirrorline.writer.CompilerDirectives"
+
 # Conservative for a 2-core / 24 GiB machine: the driver plans micro-batches and runs
 # control loops; in local mode its JVM also runs the tasks that move the records.
 DEFAULT_CONF: Mapping[str, str] = {
@@ -157,9 +166,9 @@ def build_spark_session(
 ):
     """Create (or return the running) Spark session with Mirrorline's settings.
 
-    `conf` overrides the defaults, except that its `spark.jars` is added to
-    Mirrorline's jars instead of replacing them. The master comes from the argument,
-    then `MIRRORLINE_SPARK_MASTER`, then `local[*]`. `log_json`: the driver's JVM logs
+    `conf` overrides the defaults, except that its `spark.jars` and `spark.plugins`
+    are added to Mirrorline's instead of replacing them. The master comes from the
+    argument, then `MIRRORLINE_SPARK_MASTER`, then `local[*]`. `log_json`: the driver's JVM logs
     one JSON object per line, as `mirrorline --log-format json` does. `archive_to`:
     the JVM writes its class archive there as it exits (`engine.class_archive`),
     instead of mapping the one there is. `real_time`: a flow of the driver runs in
@@ -190,8 +199,8 @@ def build_spark_session(
     # executors log where their cluster manager puts executor logs.
     settings["spark.executor.extraJavaOptions"] = "-Xss16m"
     jars = [str(j) for j in executor_jars(progress=_log.info)]
-    jars += [j for j in conf.pop("spark.jars", "").split(",") if j.strip()]
-    settings["spark.jars"] = ",".join(jars)
+    settings["spark.jars"] = added_to(jars, conf.pop("spark.jars", ""))
+    settings["spark.plugins"] = added_to([PLUGIN], conf.pop("spark.plugins", ""))
     settings.update(conf)
     if "spark.executor.extraJavaOptions" not in conf:
         young = young_generation(settings["spark.executor.memory"], "spark.executor.memory")
@@ -214,6 +223,12 @@ def build_spark_session(
     session = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def added_to(ours: list[str], theirs: str) -> str:
+    """A comma-separated Spark list: `ours`, then the user's `theirs`, each entry once."""
+    entries = ours + [entry.strip() for entry in theirs.split(",") if entry.strip()]
+    return ",".join(dict.fromkeys(entries))
 
 
 def _fixed_heap(memory: str) -> list[str]:

@@ -21,14 +21,19 @@ import org.slf4j.LoggerFactory;
  * JVM that runs Mirrorline's tasks; a Spark plugin ({@code spark.plugins}).
  *
  * <p>Why: a JVM that runs tasks executes thousands of Spark's, Scala's and Netty's
- * methods a few times a second (task launch and results, heartbeats, RPC, Java
- * serialization of closures). With tiered compilation each of them reaches C2's
- * threshold in turn, for minutes after the start, and is compiled again when its
- * profile changes: in a local-mode driver the compilers took 13-16 CPU s of a
- * 25-30-s transfer of ten million 100-byte records, and on executors capped at a
- * fifth of a core 35-41 % of their CPU. That code gains little from C2, while the
- * per-record path (the writer, Kafka's clients, Spark's SQL and row code that a
- * real-time query runs per record, Java's own classes) needs it.
+ * methods a few times a second (scheduling in a local-mode driver, task launch
+ * and results, heartbeats, RPC, Java serialization of closures). With
+ * tiered compilation each of them reaches C2's threshold in turn, for minutes after
+ * the start, and is compiled again when its profile changes: in a local-mode driver
+ * the compilers took 13-16 CPU s of a 24-31-s transfer of ten million 100-byte
+ * records, competing with the tasks for the same cores. That code gains little from
+ * C2, while the per-record path (the writer, Kafka's clients, Spark's SQL and row
+ * code that a real-time query runs per record, Java's own classes) needs it. With the
+ * directives the compilers took 8-9 CPU s and the transfer ran faster (481,488
+ * records/s against 420,932 in back-to-back runs; benchmarks/RESULTS.md, "Spark's own
+ * code without C2"). On a cluster's executors capped at a fifth of a core the
+ * compilers' CPU did not change measurably; they get the same directives, so that
+ * every JVM that runs tasks compiles alike.
  *
  * <p>How: {@code compiler-directives.json} (beside this class) excludes those other
  * packages from C2 only. HotSpot then compiles their hot methods with C1 at full

@@ -222,6 +222,7 @@ def test_a_driver_with_executors_of_its_own_compiles_with_c1_only(master, option
         (["io.mirrorline.P"], "", "io.mirrorline.P"),
         (["io.mirrorline.P"], " com.example.Q , ,io.mirrorline.P", "io.mirrorline.P,com.example.Q"),
         (["/a.jar", "/b.jar"], "/c.jar", "/a.jar,/b.jar,/c.jar"),
+        ([""], "/plugins/p.jar", "/plugins/p.jar"),
     ],
 )
 def test_a_users_spark_list_is_added_to_mirrorlines(ours, theirs, joined):

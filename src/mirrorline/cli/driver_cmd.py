@@ -146,15 +146,12 @@ def driver(
     mirror = Driver(flows, promise, scratch, heartbeat_flows)
     mirror.start(stop)
     try:
-        from mirrorline.engine.session import build_spark_session
+        from mirrorline.engine.session import added_to, build_spark_session
 
         user_jars = plugin_jars(flow.value("plugin.path") for flow in flows)
         if user_jars:
-            spark_settings["spark.jars"] = ",".join(
-                [
-                    *filter(None, spark_settings.get("spark.jars", "").split(",")),
-                    *map(str, user_jars),
-                ]
+            spark_settings["spark.jars"] = added_to(
+                spark_settings.get("spark.jars", "").split(","), ",".join(map(str, user_jars))
             )
         spark = build_spark_session(
             app_name="mirrorline driver",

@@ -225,10 +225,10 @@ def build_spark_session(
     return session
 
 
-def added_to(ours: list[str], theirs: str) -> str:
-    """A comma-separated Spark list: `ours`, then the user's `theirs`, each entry once."""
-    entries = ours + [entry.strip() for entry in theirs.split(",") if entry.strip()]
-    return ",".join(dict.fromkeys(entries))
+def added_to(ours: Iterable[str], theirs: str) -> str:
+    """A comma-separated Spark list: `ours`, then `theirs`, each non-empty entry once."""
+    entries = (entry.strip() for entry in [*ours, *theirs.split(",")])
+    return ",".join(dict.fromkeys(entry for entry in entries if entry))
 
 
 def _fixed_heap(memory: str) -> list[str]:

@@ -12,13 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
-from xdist.scheduler import LoadScopeScheduling
 
 from mirrorline.devbroker import JVM_ENV
 from mirrorline.devcluster import DevCluster, DevClusters
 from mirrorline.policy import DefaultReplicationPolicy
 from mirrorline.process import tail
 from support.kafka_io import delete_topics, topic_names
+from support.scheduling import ByModule
 
 # The suite starts and restarts dozens of nodes on two cores; what it tests does not
 # depend on the brokers' peak throughput (benchmarks use the standard JVM).
@@ -73,39 +73,10 @@ class ClusterPool:
 POOL = pytest.StashKey["ClusterPool"]()
 
 
-# `make test` runs the suite in two processes (pytest-xdist), each with clusters and a
-# Spark session of its own. A test module stays in one process (module fixtures are
-# made once), and these, the slowest and most CPU-bound (about half the suite's time
-# in one process), share one: they never compete with each other for the two cores,
-# and the other process takes the rest.
-SLOWEST = frozenset(
-    {
-        "test_chaos",
-        "test_crash_safety",
-        "test_driver_ha",
-        "test_failover_unplanned",
-        "test_installed_package",
-        "test_many_partitions",
-        "test_secret_leaks",
-        "test_target_outage",
-    }
-)
-
-
-class _ByModule(LoadScopeScheduling):
-    """pytest-xdist's scheduling by scope, a scope being a test module, or all of SLOWEST.
-
-    (Not `--dist loadgroup` with marks: with pytest 9.2 its group names no longer reach
-    the scheduler, and every test is scheduled on its own.)
-    """
-
-    def _split_scope(self, nodeid: str) -> str:
-        module = nodeid.split("::", 1)[0]
-        return "slowest" if Path(module).stem in SLOWEST else module
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
-    return _ByModule(config, log)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> ByModule:
+    """`make test` runs the suite in two processes (pytest-xdist), each with clusters
+    and a Spark session of its own, split as `support.scheduling` says."""
+    return ByModule(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -10,6 +10,11 @@ that died, in a few lines, so they are the end of the output, not scrolled away 
 the stacks of every other thread. When a pytest-xdist worker goes down, the
 controlling process prints the same at once, so the cause is in the output even if
 the run is stopped before it ends.
+
+A native library says why it aborts on the process's standard error (librdkafka:
+`*** file:line: assert: ... ***`), which pytest captures into an unnamed file that
+dies with the process. So the capture file of standard error is `stderr.txt` in the
+same directory, and the report ends with its last lines.
 """
 
 from __future__ import annotations
@@ -44,6 +49,21 @@ def pytest_configure(config: pytest.Config) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     _stacks = open(directory / "stacks.txt", "w")  # open until the process ends
     faulthandler.enable(file=_stacks, all_threads=True)
+    _name_stderr_capture(config, directory / "stderr.txt")
+
+
+def _name_stderr_capture(config: pytest.Config, path: Path) -> None:
+    """Make pytest's capture of file descriptor 2 write to `path`: the same open file
+    object, its descriptor now that of `path` (and so is 2's while capturing)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    err = getattr(getattr(capture, "_global_capturing", None), "err", None)
+    if getattr(err, "targetfd", None) != 2:
+        return  # -s, or capturing by sys.stderr only
+    named = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(named, err.tmpfile.fileno())
+    if err._state == "started":
+        os.dup2(named, 2)
+    os.close(named)
 
 
 def pytest_runtest_logstart(nodeid: str) -> None:
@@ -88,7 +108,16 @@ def _summary(directory: Path, frames: int) -> list[str]:
         *died,
         f"(all threads' stacks: {stacks})",
         f"pytest died during {_running(directory)}",
+        *_last_stderr(directory),
     ]
+
+
+def _last_stderr(directory: Path, count: int = 6) -> list[str]:
+    """The last lines the process wrote to its standard error in its last test."""
+    path = directory / "stderr.txt"
+    text = path.read_text(errors="replace") if path.exists() else ""
+    lines = [line for line in text.splitlines() if line.strip()][-count:]
+    return ["its last lines on standard error:", *lines] if lines else []
 
 
 def _running(directory: Path) -> str:

@@ -143,10 +143,14 @@ class TargetCollector:
         self._stop.set()
         for thread in self._threads:
             thread.join(_TIMEOUT_S + 5)
+        if any(thread.is_alive() for thread in self._threads):
+            # Closing a client another thread is inside of frees what it uses; the
+            # clients go with this object once its threads see the stop.
+            log.warning("service: %s's readers did not stop in time; left to end", self.alias)
+            return
         self._consumer.close()
-        if not any(thread.is_alive() for thread in self._threads):
-            destroy(self._admin)
-            self._probe.close()
+        destroy(self._admin)
+        self._probe.close()
 
     # -- the reading thread ------------------------------------------------------------
 

@@ -134,6 +134,9 @@ class RemoteServices:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(15)
+            if self._thread.is_alive():  # closing its clients now would pull them from under it
+                log.warning("service: the advertising thread did not stop in time; left to end")
+                return
         for topic in self._topics:
             topic.close()
             topic.clients.close()  # handed to this object alone (`Service`)

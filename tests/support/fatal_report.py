@@ -29,21 +29,24 @@ import pytest
 
 DIR_ENV = "MIRRORLINE_FATAL_DIR"
 _stacks: IO[str] | None = None
+_directory: Path | None = None  # this process's, once configured
 
 
-def _directory() -> Path | None:
-    """This process's directory: one per pytest-xdist worker under the one given."""
+def _directory_of(config: pytest.Config) -> Path | None:
+    """This process's directory: one per pytest-xdist worker under the one given.
+    A worker is told by the input its controller gave it, not by the environment,
+    which a pytest run started from inside a worker inherits."""
     value = os.environ.get(DIR_ENV)
     if not value:
         return None
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    worker = getattr(config, "workerinput", {}).get("workerid")
     return Path(value) / worker if worker else Path(value)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own fault handler plugin, which this replaces
 def pytest_configure(config: pytest.Config) -> None:
-    global _stacks
-    directory = _directory()
+    global _stacks, _directory
+    _directory = directory = _directory_of(config)
     if directory is None:
         return
     directory.mkdir(parents=True, exist_ok=True)
@@ -57,7 +60,7 @@ def _name_stderr_capture(config: pytest.Config, path: Path) -> None:
     object, its descriptor now that of `path` (and so is 2's while capturing)."""
     capture = config.pluginmanager.getplugin("capturemanager")
     err = getattr(getattr(capture, "_global_capturing", None), "err", None)
-    if getattr(err, "targetfd", None) != 2:
+    if err is None or getattr(err, "targetfd", None) != 2:
         return  # -s, or capturing by sys.stderr only
     named = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(named, err.tmpfile.fileno())
@@ -67,9 +70,8 @@ def _name_stderr_capture(config: pytest.Config, path: Path) -> None:
 
 
 def pytest_runtest_logstart(nodeid: str) -> None:
-    directory = _directory()
-    if directory is not None:
-        (directory / "test.txt").write_text(nodeid + "\n")
+    if _directory is not None:
+        (_directory / "test.txt").write_text(nodeid + "\n")
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, called in the controlling process

@@ -39,20 +39,13 @@ def _suite(root: Path) -> None:
     (root / "test_e.py").write_text("def test_e0(): pass\ndef test_e1(): pass\n")
 
 
-def _outside_pytest() -> dict[str, str]:
-    """This environment without what pytest(-xdist) set in it: run from a worker, the
-    small suite's controlling process would otherwise take the worker's name
-    (`PYTEST_XDIST_WORKER`) and share its fatal directory with its own worker."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-
-
 def test_a_dead_worker_fails_its_test_and_the_run_goes_on(tmp_path: Path) -> None:
     _suite(tmp_path)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadscope"]
         + ["-p", "no:cacheprovider", "-o", "addopts=", "-rf", str(tmp_path)],
         cwd=tmp_path,
-        env={**_outside_pytest(), "MIRRORLINE_FATAL_DIR": str(tmp_path / "fatal")},
+        env={**os.environ, "MIRRORLINE_FATAL_DIR": str(tmp_path / "fatal")},
         capture_output=True,
         text=True,
         timeout=180,

@@ -3,7 +3,9 @@ their data, the replicators' start, the machine's description and report helpers
 
 Importing the package puts this checkout's `src/` first on the module path, so
 every script measures the Mirrorline it lives next to, whatever else the
-environment has installed.
+environment has installed; and, unless `MIRRORLINE_JVM_LIB` names another, it
+points that Mirrorline (and every process a script starts) at the jar cache that
+`make` fills, the checkout's `.cache/jvm`, which holds MirrorMaker 2's jars.
 
 - `common`: progress lines, polling with deadlines, the benchmark's error;
 - `procs`: a process and its descendants sampled from /proc (CPU, RSS, PSS), the
@@ -20,6 +22,7 @@ The replication benchmark's own parts (`contenders`, `client_check`, `workloads`
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -28,3 +31,4 @@ REPO = BENCH_DIR.parent
 
 if str(REPO / "src") not in sys.path:
     sys.path.insert(0, str(REPO / "src"))
+os.environ.setdefault("MIRRORLINE_JVM_LIB", str(REPO / ".cache" / "jvm"))

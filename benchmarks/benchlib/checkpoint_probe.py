@@ -1,8 +1,8 @@
 """Checkpoint age under a steady load: how far behind a group's checkpoints trail it.
 
-A child process plays a consumer group that keeps up with the stream: every
-COMMIT_INTERVAL_S it commits the source topic's end offsets for GROUP (a group
-without members takes commits from any client) and notes when. Meanwhile it reads
+A child process plays a consumer group that keeps up with the stream: about
+every COMMIT_INTERVAL_S it commits the source topic's end offsets for GROUP (a
+group without members takes commits from any client) and notes when. Meanwhile it reads
 the contender's checkpoints topic on the target (`<source>.checkpoints.internal`,
 MM2's format, which both write) and notes when each checkpoint of GROUP first
 appears. Every tuned contender checkpoints and lists groups every second
@@ -14,10 +14,20 @@ group committed at some earlier time C. The checkpoint's age is now - C: the
 stretch of the stream the group would read again (MM2 translates an offset ahead
 of its newest offset sync to that sync's position; Mirrorline checkpoints only
 offsets it can translate exactly, and keeps the previous checkpoint meanwhile).
+
+The commits come at irregular moments (COMMIT_JITTER: each interval drawn between
+half and one and a half times COMMIT_INTERVAL_S, the same draws for every
+contender). A contender reads the group's offsets on its own once-a-second
+schedule; commits on a grid of exactly one second would keep one phase against
+that schedule for the whole run, and the run's ages would all fall near one
+second or all near two, whichever phase the start-up happened to leave (a
+600-s run of Mirrorline gave a median of 1,970 ms, the runs before it 1,001).
+At irregular moments every phase is sampled, as a group's own commits would.
 """
 
 from __future__ import annotations
 
+import random
 import time
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -27,6 +37,10 @@ from mirrorline.formats import Checkpoint, FormatError
 
 GROUP = "mirrorline-bench-checkpointed"
 COMMIT_INTERVAL_S = 1.0
+# How far an interval between commits strays from COMMIT_INTERVAL_S, as a share of it.
+COMMIT_JITTER = 0.5
+# The draws of the intervals: the same for every contender and run.
+COMMIT_SEED = 20261204
 # For every tuned contender of a steady workload: both checkpoint as often as they can.
 CHECKPOINT_LINES = (
     "emit.checkpoints.interval.seconds = 1",
@@ -56,11 +70,13 @@ def probe(source, target, topic, remote, checkpoints_topic, partitions, stop, re
     commits: list[tuple[int, int, int]] = []
     seen: dict[tuple[int, int], int] = {}
     errors: list[str] = []
+    intervals = random.Random(COMMIT_SEED)
     next_commit = time.monotonic()
     try:
         while not stop.is_set():
             if time.monotonic() >= next_commit:
-                next_commit += COMMIT_INTERVAL_S
+                stray = intervals.uniform(-COMMIT_JITTER, COMMIT_JITTER)
+                next_commit += COMMIT_INTERVAL_S * (1 + stray)
                 try:
                     ends = [
                         TopicPartition(topic, p, _end(committer, topic, p))

@@ -16,7 +16,10 @@ empty batch that never completes, and a worker holding a single test waits for a
 second one that never comes: the run hangs until CI's limit ends it, with the report
 of the crash never printed. Here only the dead worker's unfinished tests go back,
 without the one it died on, and a worker is told to stop as soon as the queue is
-empty, so the run goes on and ends with the crash as one failure.
+empty, so the run goes on and ends with the crash as one failure. And a replacement
+gets work only once its collection is in: pytest-xdist asks every worker it knows
+for more whenever one finishes collecting, and a replacement that had not finished
+yet (two workers died close together) made its scheduler fail with a KeyError.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ class ByModule(LoadScopeScheduling):
         return crashed
 
     def _reschedule(self, node) -> None:  # type: ignore[no-untyped-def]
+        if node not in self.registered_collections:
+            return  # a replacement still collecting: `schedule` serves it once it has
         super()._reschedule(node)
         if not self.workqueue and not node.shutting_down:
             node.shutdown()

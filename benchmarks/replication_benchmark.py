@@ -35,7 +35,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import benchlib  # noqa: F401  (puts this checkout's src/ first on the path)
-from benchlib import broker_storage, chart, client_check, report
+from benchlib import broker_storage, chart, client_check, machine_speed, report
 from benchlib.backlog import measure_backlog
 from benchlib.common import (
     BENCH_DIR,
@@ -242,6 +242,7 @@ def run(args, command: str) -> dict:
     say(f"work directory (clusters, logs): {work}")
     need = broker_storage.room_needed(settings, [WORKLOADS[w] for w in args.workloads])
     brokers_dir, brokers_where = broker_storage.choose(work, need, args.brokers_on_disk)
+    speed_before = machine_speed.sample()
     began = time.monotonic()
     results: dict = {}
     failed = True
@@ -275,6 +276,7 @@ def run(args, command: str) -> dict:
             say(f"kept {work} (logs in {work / 'logs'})")
         elif args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
+    speed_after = machine_speed.sample()
     now = dt.datetime.now()
     shipped = [
         r["contenders"]["mm2_shipped"] for r in results.values() if "mm2_shipped" in r["contenders"]
@@ -297,6 +299,7 @@ def run(args, command: str) -> dict:
             "mm2_shipped_effective": shipped[0]["client_settings"] if shipped else None,
         },
         "environment": environment(),
+        "machine_speed": {"before": speed_before, "after": speed_after},
         "workloads": results,
     }
 
@@ -331,6 +334,7 @@ def main(argv: list[str]) -> int:
     print()
     print(report.settings_text(result))
     print()
+    print("\n".join(report.speed_lines(result)))
     print(report.data_path_text())
     print()
     print(report.tables_text(result))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from benchlib import machine_speed
 from benchlib.contenders import BASELINE, CONTENDERS, DATA_PATH_CONSUMER, DATA_PATH_PRODUCER
 from benchlib.environment import environment_text
 from benchlib.steady import AGE_WINDOW_S
@@ -171,6 +172,12 @@ def settings_text(report: dict) -> str:
     )
 
 
+def speed_lines(report: dict) -> list[str]:
+    """The machine's speed around the run, with a blank line after (none in older files)."""
+    speed = report.get("machine_speed")
+    return [machine_speed.text(speed["before"], speed["after"]), ""] if speed else []
+
+
 def data_path_text() -> str:
     producer = ", ".join(f"`{k}={v}`" for k, v in DATA_PATH_PRODUCER.items())
     consumer = ", ".join(f"`{k}={v}`" for k, v in DATA_PATH_CONSUMER.items())
@@ -208,6 +215,7 @@ def results_section(report: dict) -> str:
         "",
         environment_text(report["environment"]),
         "",
+        *speed_lines(report),
         f"Raw numbers: `benchmarks/results/{report['name']}.json`.",
         "",
         "<details><summary>The contenders' configuration files</summary>",

@@ -37,13 +37,10 @@ def cpu_pressure_pct() -> float | None:
     """The share of the last minute that some runnable task waited for a CPU, in %,
     or None where the kernel does not report pressure."""
     try:
-        for line in PRESSURE.read_text().splitlines():
-            if line.startswith("some "):
-                fields = dict(part.split("=", 1) for part in line.split()[1:])
-                return float(fields["avg60"])
-    except (OSError, KeyError, ValueError):
+        some = PRESSURE.read_text().splitlines()[0].split()  # "some avg10=.. avg60=.. ..."
+        return float(dict(part.split("=", 1) for part in some[1:])["avg60"])
+    except (OSError, IndexError, KeyError, ValueError):
         return None
-    return None
 
 
 def sample() -> dict:

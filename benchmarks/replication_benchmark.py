@@ -61,7 +61,7 @@ from benchlib.markers import replace_block
 from benchlib.procs import OtherLoad
 from benchlib.rounds import combine, order
 from benchlib.runs import Run, Settings
-from benchlib.steady import measure_steady
+from benchlib.steady import measure_interleaved, measure_steady
 from benchlib.workloads import WORKLOADS
 
 from mirrorline.devbroker import jvm_profile
@@ -111,6 +111,13 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         default=3,
         help="rounds of every backlog workload: each contender that many times, the order "
         "reversed every other round, each figure the median of the rounds (%(default)s)",
+    )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="run a steady workload's contenders at the same time, each on its own topic, "
+        "taking turns with the load window by window, so that one's window is a minute "
+        "from the other's, not a whole run (default: one after the other)",
     )
     parser.add_argument(
         "--partitions", type=int, default=8, help="partitions per topic (%(default)s)"
@@ -166,6 +173,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         timeout=args.timeout,
         quiet_timeout=args.quiet_timeout,
         rounds=args.rounds,
+        interleave=args.interleave,
     )
 
 
@@ -219,6 +227,15 @@ def warm_up_java_clients(clusters: list, work: Path, settings: Settings, load: O
 
 def measure_workload(names, workload, clusters, work, settings, load, verified) -> dict:
     """Every contender's numbers on one workload; a backlog workload in rounds."""
+    if workload.kind == "steady" and settings.interleave:
+        together = [
+            Run(CONTENDERS[name], workload, clusters, work, settings, load, verified)
+            for name in names
+        ]
+        measured = measure_interleaved(together)
+        for one in together:
+            one.clean_up()
+        return dict(zip(names, measured, strict=True))
     rounds = settings.rounds if workload.kind == "backlog" else 1
     measure = measure_backlog if workload.kind == "backlog" else measure_steady
     runs: dict[str, list[dict]] = {name: [] for name in names}

@@ -1,10 +1,11 @@
 """Checkpoint age under a steady load: how far behind a group's checkpoints trail it.
 
 A child process plays a consumer group that keeps up with the stream: about
-every COMMIT_INTERVAL_S it commits the source topic's end offsets for GROUP (a
-group without members takes commits from any client) and notes when. Meanwhile it reads
+every COMMIT_INTERVAL_S it commits the source topic's end offsets for its group
+(GROUP and the topic: runs side by side keep apart; a group without members takes
+commits from any client) and notes when. Meanwhile it reads
 the contender's checkpoints topic on the target (`<source>.checkpoints.internal`,
-MM2's format, which both write) and notes when each checkpoint of GROUP first
+MM2's format, which both write) and notes when each checkpoint of that group first
 appears. Every tuned contender checkpoints and lists groups every second
 (CHECKPOINT_LINES).
 
@@ -33,6 +34,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from benchlib.common import percentile
+from benchlib.turns import Slot
 from mirrorline.formats import Checkpoint, FormatError
 
 GROUP = "mirrorline-bench-checkpointed"
@@ -56,11 +58,12 @@ def probe(source, target, topic, remote, checkpoints_topic, partitions, stop, re
     """Child process: commit and watch until `stop`, then put the raw observations on
     `results`: {"commits": [(partition, offset, ms)], "checkpoints": [(partition,
     upstream offset, first seen ms)], "errors": [...]}."""
-    committer = Consumer({"bootstrap.servers": source, "group.id": GROUP})
+    group = f"{GROUP}-{topic}"
+    committer = Consumer({"bootstrap.servers": source, "group.id": group})
     reader = Consumer(
         {
             "bootstrap.servers": target,
-            "group.id": "mirrorline-bench-checkpoint-reader",
+            "group.id": f"mirrorline-bench-checkpoint-reader-{topic}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "topic.metadata.refresh.interval.ms": 1000,
@@ -94,7 +97,7 @@ def probe(source, target, topic, remote, checkpoints_topic, partitions, stop, re
                 checkpoint = Checkpoint.decode(msg.key(), msg.value())
             except FormatError:
                 continue
-            if checkpoint.group == GROUP and checkpoint.topic == remote:
+            if checkpoint.group == group and checkpoint.topic == remote:
                 seen.setdefault((checkpoint.partition, checkpoint.upstream_offset), _now_ms())
     finally:
         committer.close()
@@ -112,8 +115,8 @@ def _end(consumer: Consumer, topic: str, partition: int) -> int:
     return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5)[1]
 
 
-def checkpoint_age(observed: dict, window_start_ms: int, window_end_ms: int) -> dict:
-    """The checkpoint's age at every commit made in the window (see the module docstring)."""
+def checkpoint_age(observed: dict, windows: list[Slot]) -> dict:
+    """The checkpoint's age at every commit made in `windows` (see the module docstring)."""
     committed_at: dict[tuple[int, int], int] = {}
     for partition, offset, at in observed["commits"]:
         committed_at.setdefault((partition, offset), at)  # the first commit of an offset
@@ -123,7 +126,7 @@ def checkpoint_age(observed: dict, window_start_ms: int, window_end_ms: int) -> 
         appeared.setdefault(partition, []).append((at, offset))
     ages, without = [], 0
     for partition, _, now in observed["commits"]:
-        if not window_start_ms <= now < window_end_ms:
+        if not any(window.holds(now) for window in windows):
             continue
         latest = [offset for at, offset in appeared.get(partition, []) if at <= now]
         if not latest or (partition, latest[-1]) not in committed_at:

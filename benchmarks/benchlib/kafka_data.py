@@ -227,8 +227,10 @@ def preload(
         )
 
 
-def paced_producer(bootstrap, topic, partitions, size, rate, go, stop, results) -> None:
-    """Child process: PROBE_RATE records/s until `go`, then `rate` records/s until `stop`.
+def paced_producer(bootstrap, topic, partitions, size, rate, go, stop, results, turns=None) -> None:
+    """Child process: PROBE_RATE records/s until `go`, then `rate` records/s until `stop`;
+    with `turns` (an array of [start, end, ...] epoch seconds, filled before `go`), `rate`
+    only within those turns and PROBE_RATE between them (`benchlib/turns.py`).
 
     A separate process, so producing never competes with the measuring consumer
     for the benchmark's interpreter lock. Each record's timestamp is its produce
@@ -241,11 +243,21 @@ def paced_producer(bootstrap, topic, partitions, size, rate, go, stop, results) 
         if error is not None:
             errors.append(error.str())
 
+    def rate_now() -> int:
+        if not go.is_set():
+            return PROBE_RATE
+        if turns is None:
+            return rate
+        now, edges = time.time(), turns[:]
+        in_turn = any(edges[i] <= now < edges[i + 1] for i in range(0, len(edges), 2))
+        return rate if in_turn else PROBE_RATE
+
     produced = 0
     phase_start, phase_sent, phase_rate = time.monotonic(), 0, PROBE_RATE
     while not stop.is_set():
-        if phase_rate != rate and go.is_set():
-            phase_start, phase_sent, phase_rate = time.monotonic(), 0, rate
+        current = rate_now()
+        if current != phase_rate:
+            phase_start, phase_sent, phase_rate = time.monotonic(), 0, current
         due = int((time.monotonic() - phase_start) * phase_rate) - phase_sent
         for _ in range(max(0, due)):
             while True:

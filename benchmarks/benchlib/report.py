@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from benchlib import machine_speed
 from benchlib.contenders import BASELINE, CONTENDERS, DATA_PATH_CONSUMER, DATA_PATH_PRODUCER
 from benchlib.environment import environment_text
-from benchlib.steady import AGE_WINDOW_S
+from benchlib.turns import AGE_WINDOW_S
 from benchlib.workloads import WORKLOADS
 
 
@@ -162,13 +162,19 @@ def settings_text(report: dict) -> str:
         else ""
     )
     jvm = f", their JVMs `{s['brokers_jvm']}`" if s.get("brokers_jvm") else ""
+    steady = (
+        " The steady workload's contenders run at the same time and take turns with the "
+        "load, window by window (`benchlib/turns.py`)."
+        if s.get("interleave")
+        else ""
+    )
     return (
         f"{s['records']:,} records per backlog, {s['partitions']} partitions, "
         f"`tasks.max = {s['tasks_max']}` for every replicator (the copy loop is one "
         f"consumer and one producer); steady load for {s['latency_seconds']:g} s after a "
         f"{s['warmup_seconds']:g} s warm-up. Single-node KRaft clusters `east` -> `west` "
         f"on loopback, their data {s.get('brokers_data', 'on disk')}{jvm}; contenders run "
-        f"one after the other, each on its own copy of the same records.{in_rounds}"
+        f"one after the other, each on its own copy of the same records.{in_rounds}{steady}"
     )
 
 

@@ -34,6 +34,7 @@ class Settings:
     timeout: float
     quiet_timeout: float
     rounds: int = 1  # of every backlog workload (see rounds.py)
+    interleave: bool = False  # a steady workload's contenders take turns (turns.py)
 
 
 @dataclass

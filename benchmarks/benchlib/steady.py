@@ -2,11 +2,12 @@
 
 A separate producer process writes PROBE_RATE records/s into an empty topic until
 the first record reaches the target (that is the start-up), then the workload's
-rate for the warm-up and the measured window. Each record's timestamp is its
-produce time and every contender keeps it, so a consumer on the target computes
-each record's age as arrival - timestamp, for the records produced in the window,
-and the same figures for each AGE_WINDOW_S of it (a tail that only some windows
-have shows there, not in the whole window's p99).
+rate in the contender's turns (`turns.py`: its warm-up, then its measured windows;
+back to back for a contender alone, in turn with the others when interleaved).
+Each record's timestamp is its produce time and every contender keeps it, so a
+consumer on the target computes each record's age as arrival - timestamp, for the
+records produced in the measured windows, over all of them and for each window (a
+tail that only some windows have shows there, not in the whole run's p99).
 The consumer reads as the contender's guarantee is read: `read_committed` for
 exactly-once. The run ends once every produced record arrived (a lost record
 fails it). Alongside, a consumer group commits as it would keep up with the stream
@@ -15,9 +16,9 @@ and the age of its checkpoints on the target is sampled (`checkpoint_probe`).
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import queue
+import threading
 import time
 
 from confluent_kafka import Consumer, TopicPartition
@@ -27,30 +28,25 @@ from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, percentile, 
 from benchlib.kafka_data import create_topic, paced_producer
 from benchlib.runs import MB, Run, common_numbers, per_gb, stop
 from benchlib.target import TopicReader
-
-# The record-age figures are also given per window of this length (the last may be shorter).
-AGE_WINDOW_S = 60
+from benchlib.turns import AGE_WINDOW_S, BrokenOff, Slot, Turns, flat, now_ms
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def age_windows(by_window: dict[int, list[int]]) -> list[dict]:
-    """Record age per AGE_WINDOW_S (`by_window`: window index -> ages): p50, p99, max."""
-    windows = []
+def age_windows(by_window: dict[int, list[int]], windows: list[Slot]) -> list[dict]:
+    """Record age per measured window (`by_window`: window index -> ages): p50, p99, max."""
+    out = []
     for index in sorted(by_window):
         values = sorted(by_window[index])
-        windows.append(
+        out.append(
             {
                 "from_s": index * AGE_WINDOW_S,
+                "at_ms": windows[index].start_ms,
                 "records": len(values),
                 "age_p50_ms": percentile(values, 50),
                 "age_p99_ms": percentile(values, 99),
                 "age_max_ms": values[-1],
             }
         )
-    return windows
+    return out
 
 
 def _reported(results, child, what: str, timeout: float) -> dict:
@@ -63,8 +59,36 @@ def _reported(results, child, what: str, timeout: float) -> dict:
         ) from None
 
 
-def measure_steady(run: Run) -> dict:
+def measure_interleaved(runs: list[Run]) -> list[dict]:
+    """Every run's `measure_steady` at the same time, taking turns with the load
+    (`turns.py`); the results in `runs`' order."""
+    s = runs[0].settings
+    turns = Turns(len(runs), s.warmup_seconds, s.latency_seconds, s.timeout)
+    results: list[dict] = [{} for _ in runs]
+    errors: list[Exception] = []
+
+    def measure(index: int) -> None:
+        try:
+            results[index] = measure_steady(runs[index], turns, index)
+        except Exception as exc:  # noqa: BLE001 - raised by the caller below
+            errors.append(exc)
+            turns.break_off()
+
+    threads = [threading.Thread(target=measure, args=(i,)) for i in range(len(runs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        # The first failure is the cause; the others only stopped waiting for it.
+        raise next((e for e in errors if not isinstance(e, BrokenOff)), errors[0])
+    return results
+
+
+def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict:
+    """One contender's steady run: alone, or as run `index` of interleaved `turns`."""
     s, w, label = run.settings, run.workload, run.contender.label
+    turns = turns or Turns(1, s.warmup_seconds, s.latency_seconds, s.timeout)
     create_topic(run.source.bootstrap_servers, run.topic, s.partitions)
     say(
         f"{label}: {w.rate:,} records/s into {run.topic} for {s.warmup_seconds:g}s warm-up "
@@ -72,10 +96,12 @@ def measure_steady(run: Run) -> dict:
     )
     spawn = multiprocessing.get_context("spawn")
     go, halt, results = spawn.Event(), spawn.Event(), spawn.Queue()
+    # Its turns with the load, as epoch seconds: set once every run copies (Turns).
+    schedule = spawn.Array("d", 2 * (1 + turns.window_count))
     producer = spawn.Process(
         target=paced_producer,
         args=(run.source.bootstrap_servers, run.topic, s.partitions, w.value_size, w.rate)
-        + (go, halt, results),
+        + (go, halt, results, schedule),
         daemon=True,
     )
     checkpoint_halt, checkpoints = spawn.Event(), spawn.Queue()
@@ -106,13 +132,14 @@ def measure_steady(run: Run) -> dict:
         }
     )
     run.load.wait_quiet(s.quiet_timeout)
+    turns.meet("its start")
     proc = run.start()
     began = run.load.mark()
     producer.start()
-    # The measured records' ages by AGE_WINDOW_S of their produce time.
+    # The measured records' ages by the window of their produce time.
     ages_by_window: dict[int, list[int]] = {}
     consumed = in_window = bytes_in_window = 0
-    window_start = window_end = math.inf
+    windows: list[Slot] = []  # set once the load starts
 
     def read(timeout: float) -> None:
         """Wait up to `timeout` for a record, then take what else already arrived. A
@@ -121,16 +148,16 @@ def measure_steady(run: Run) -> dict:
         first = consumer.poll(timeout)
         if first is None:
             return
-        arrival = _now_ms()
+        arrival = now_ms()
         for msg in [first, *consumer.consume(num_messages=1000, timeout=0)]:
             if msg.error():
                 raise BenchmarkError(f"reading {run.remote}: {msg.error().str()}")
             consumed += 1
             produced_at = msg.timestamp()[1]
-            if window_start <= produced_at < window_end:
-                index = int(produced_at - window_start) // (AGE_WINDOW_S * 1000)
-                ages_by_window.setdefault(index, []).append(arrival - produced_at)
-            if window_start <= arrival < window_end:
+            window = next((i for i, slot in enumerate(windows) if slot.holds(produced_at)), None)
+            if window is not None:
+                ages_by_window.setdefault(window, []).append(arrival - produced_at)
+            if any(slot.holds(arrival) for slot in windows):
                 in_window += 1
                 bytes_in_window += len(msg.value() or b"") + len(msg.key() or b"")
 
@@ -151,18 +178,28 @@ def measure_steady(run: Run) -> dict:
             interval=0,
         )
         startup = time.monotonic() - proc.started
+        say(f"  {label}: replicating after {startup:.1f}s")
+        turns.start_load()
+        schedule[:] = flat(turns.turns(index))
+        windows = turns.windows(index)
         go.set()
         prober.start()
-        window_start = _now_ms() + int(s.warmup_seconds * 1000)
-        window_end = window_start + int(s.latency_seconds * 1000)
-        say(f"  replicating after {startup:.1f}s; steady load started")
-        cpu_at_start = None
-        while _now_ms() < window_end:
+        say(f"  {label}: steady load started")
+        # The contender's CPU seconds in its measured windows (sampled at their edges).
+        cpu, window_cpu = 0.0, None
+        for window in windows:
+            while now_ms() < window.end_ms:
+                read(POLL_S)
+                if window_cpu is None and now_ms() >= window.start_ms:
+                    window_cpu = proc.sampler.cpu_seconds_now()
+                proc.check()
+            if window_cpu is not None:
+                cpu += proc.sampler.cpu_seconds_now() - window_cpu
+                window_cpu = None
+        while now_ms() < turns.end_ms:
             read(POLL_S)
-            if cpu_at_start is None and _now_ms() >= window_start:
-                cpu_at_start = proc.sampler.cpu_seconds_now()
             proc.check()
-        cpu_at_end = proc.sampler.cpu_seconds_now()
+        turns.meet("the end of every turn")
         halt.set()
         produced = _reported(results, producer, "the load producer", 120)
         if produced["unacknowledged"] or produced["errors"]:
@@ -193,9 +230,8 @@ def measure_steady(run: Run) -> dict:
         watch.close()
     if not ages_by_window:
         raise BenchmarkError(f"no record of the measured window reached {run.remote}")
-    windows = age_windows(ages_by_window)
+    by_window = age_windows(ages_by_window, windows)
     ages = sorted(age for window in ages_by_window.values() for age in window)
-    cpu = cpu_at_end - (cpu_at_start if cpu_at_start is not None else cpu_at_end)
     result = {
         "throughput_rps": round(in_window / s.latency_seconds, 1),
         "mb_s": round(bytes_in_window / MB / s.latency_seconds, 2),
@@ -213,21 +249,21 @@ def measure_steady(run: Run) -> dict:
         "measured_records": len(ages),
         "age_p90_ms": percentile(ages, 90),
         "age_mean_ms": round(sum(ages) / len(ages), 1),
-        "age_windows": windows,
-        "checkpoint_age": checkpoint_probe.checkpoint_age(observed, window_start, window_end),
+        "age_windows": by_window,
+        "checkpoint_age": checkpoint_probe.checkpoint_age(observed, windows),
         "cpu_cores": round(cpu / s.latency_seconds, 2),
         **common_numbers(proc, stopped, other_cores),
         "client_settings": run.client_settings(),
     }
     say(
-        f"  record age p50 {result['age_p50_ms']} ms, p99 {result['age_p99_ms']} ms, "
+        f"  {label}: record age p50 {result['age_p50_ms']} ms, p99 {result['age_p99_ms']} ms, "
         f"max {result['age_max_ms']} ms over {len(ages):,} records; "
         f"{result['cpu_cores']} cores busy; p99 per {AGE_WINDOW_S}-s window: "
-        f"{', '.join(str(w['age_p99_ms']) for w in windows)} ms"
+        f"{', '.join(str(w['age_p99_ms']) for w in by_window)} ms"
     )
     ca = result["checkpoint_age"]
     say(
-        f"  checkpoint age p50 {ca['age_p50_ms']} ms, p99 {ca['age_p99_ms']} ms, "
+        f"  {label}: checkpoint age p50 {ca['age_p50_ms']} ms, p99 {ca['age_p99_ms']} ms, "
         f"max {ca['age_max_ms']} ms ({ca['without_checkpoint']:,} of {ca['samples']:,} samples "
         f"before any checkpoint; {ca['checkpoints']:,} checkpoints)"
     )

@@ -162,10 +162,12 @@ def settings_text(report: dict) -> str:
         else ""
     )
     jvm = f", their JVMs `{s['brokers_jvm']}`" if s.get("brokers_jvm") else ""
+    interleaved = s.get("interleave")
+    who = "backlog contenders run" if interleaved else "contenders run"
     steady = (
-        " The steady workload's contenders run at the same time and take turns with the "
-        "load, window by window (`benchlib/turns.py`)."
-        if s.get("interleave")
+        " The steady workload's contenders run at the same time, each on its own topic, and "
+        "take turns with the load, window by window (`benchlib/turns.py`)."
+        if interleaved
         else ""
     )
     return (
@@ -173,7 +175,7 @@ def settings_text(report: dict) -> str:
         f"`tasks.max = {s['tasks_max']}` for every replicator (the copy loop is one "
         f"consumer and one producer); steady load for {s['latency_seconds']:g} s after a "
         f"{s['warmup_seconds']:g} s warm-up. Single-node KRaft clusters `east` -> `west` "
-        f"on loopback, their data {s.get('brokers_data', 'on disk')}{jvm}; contenders run "
+        f"on loopback, their data {s.get('brokers_data', 'on disk')}{jvm}; {who} "
         f"one after the other, each on its own copy of the same records.{in_rounds}{steady}"
     )
 

@@ -49,6 +49,11 @@ def age_windows(by_window: dict[int, list[int]], windows: list[Slot]) -> list[di
     return out
 
 
+def _between_turns(result: dict) -> str:
+    idle = result["cpu_cores_between_turns"]
+    return "" if idle is None else f" ({idle} in the others' turns)"
+
+
 def _reported(results, child, what: str, timeout: float) -> dict:
     """What the child process put on `results`; BenchmarkError if nothing came in time."""
     try:
@@ -185,20 +190,23 @@ def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict
         go.set()
         prober.start()
         say(f"  {label}: steady load started")
-        # The contender's CPU seconds in its measured windows (sampled at their edges).
-        cpu, window_cpu = 0.0, None
-        for window in windows:
-            while now_ms() < window.end_ms:
+
+        def read_until(ms: int) -> None:
+            while now_ms() < ms:
                 read(POLL_S)
-                if window_cpu is None and now_ms() >= window.start_ms:
-                    window_cpu = proc.sampler.cpu_seconds_now()
                 proc.check()
-            if window_cpu is not None:
-                cpu += proc.sampler.cpu_seconds_now() - window_cpu
-                window_cpu = None
-        while now_ms() < turns.end_ms:
-            read(POLL_S)
-            proc.check()
+
+        # The contender's CPU seconds in its own measured windows and in the others'.
+        cpu = cpu_between_turns = 0.0
+        for owner, window in turns.measured():
+            read_until(window.start_ms)
+            at_start = proc.sampler.cpu_seconds_now()
+            read_until(window.end_ms)
+            spent = proc.sampler.cpu_seconds_now() - at_start
+            if owner == index:
+                cpu += spent
+            else:
+                cpu_between_turns += spent
         turns.meet("the end of every turn")
         halt.set()
         produced = _reported(results, producer, "the load producer", 120)
@@ -252,13 +260,20 @@ def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict
         "age_windows": by_window,
         "checkpoint_age": checkpoint_probe.checkpoint_age(observed, windows),
         "cpu_cores": round(cpu / s.latency_seconds, 2),
+        # Interleaved: its cores while the others had their turns (idle, at PROBE_RATE).
+        "cpu_cores_between_turns": (
+            round(cpu_between_turns / (s.latency_seconds * (turns.runs - 1)), 2)
+            if turns.runs > 1
+            else None
+        ),
         **common_numbers(proc, stopped, other_cores),
         "client_settings": run.client_settings(),
     }
     say(
         f"  {label}: record age p50 {result['age_p50_ms']} ms, p99 {result['age_p99_ms']} ms, "
         f"max {result['age_max_ms']} ms over {len(ages):,} records; "
-        f"{result['cpu_cores']} cores busy; p99 per {AGE_WINDOW_S}-s window: "
+        f"{result['cpu_cores']} cores busy{_between_turns(result)}; p99 per "
+        f"{AGE_WINDOW_S}-s window: "
         f"{', '.join(str(w['age_p99_ms']) for w in by_window)} ms"
     )
     ca = result["checkpoint_age"]

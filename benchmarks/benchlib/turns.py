@@ -9,11 +9,13 @@ own topic, load producer and target consumer, and they take turns with the load:
 the first contender's warm-up, the second's, ..., then the first one's first
 window, the second one's, and so on. A contender whose turn it is gets the
 workload's rate; the others get the start-up trickle (PROBE_RATE), so they stay
-warm and their checkpoints keep following their group. On a shared machine whose
+warm and their probes' groups keep moving. On a shared machine whose
 speed moves by the minute, contender A's window i and contender B's window i are
 then a minute apart instead of a whole run, and only one contender's load is on
 the brokers at a time, as in a run of its own. The price: every contender also
-runs beside the others' idle replicators.
+runs beside the others' idle replicators, and a checkpoint age sampled early in a
+turn may come from the trickle before it (a replicator that checkpoints only as
+its offset syncs move checkpoints seldom at PROBE_RATE).
 
 The runs of one measurement meet at a barrier before they start, once each has
 copied its first record (the schedule is laid out then, from one clock), and at
@@ -103,9 +105,12 @@ class Turns:
     def windows(self, run: int) -> list[Slot]:
         return self._schedule[run][1:]
 
-    @property
-    def end_ms(self) -> int:
-        return max(slots[-1].end_ms for slots in self._schedule)
+    def measured(self) -> list[tuple[int, Slot]]:
+        """Every run's measured windows in time order, each with its run's index."""
+        return sorted(
+            ((run, slot) for run in range(self.runs) for slot in self.windows(run)),
+            key=lambda owned: owned[1].start_ms,
+        )
 
     def break_off(self) -> None:
         self._barrier.abort()

@@ -2,8 +2,8 @@
 
 A child process plays a consumer group that keeps up with the stream: about
 every COMMIT_INTERVAL_S it commits the source topic's end offsets for its group
-(GROUP and the topic: runs side by side keep apart; a group without members takes
-commits from any client) and notes when. Meanwhile it reads
+(GROUP and the topic, so that interleaved runs keep apart; a group without members
+takes commits from any client) and notes when. Meanwhile it reads
 the contender's checkpoints topic on the target (`<source>.checkpoints.internal`,
 MM2's format, which both write) and notes when each checkpoint of that group first
 appears. Every tuned contender checkpoints and lists groups every second

@@ -12,8 +12,10 @@ workload's rate; the others get the start-up trickle (PROBE_RATE), so they stay
 warm and their probes' groups keep moving. On a shared machine whose
 speed moves by the minute, contender A's window i and contender B's window i are
 then a minute apart instead of a whole run, and only one contender's load is on
-the brokers at a time, as in a run of its own. The price: every contender also
-runs beside the others' idle replicators, and a checkpoint age sampled early in a
+the brokers at a time, as in a run of its own. The price: each contender's stream
+pauses between its turns, so the workload is no longer steady (a replicator slow to
+pick up again pays at the start of every turn); every contender also runs beside
+the others' idle replicators; and a checkpoint age sampled early in a
 turn may come from the trickle before it (a replicator that checkpoints only as
 its offset syncs move checkpoints seldom at PROBE_RATE).
 

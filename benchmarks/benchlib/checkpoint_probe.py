@@ -34,7 +34,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from benchlib.common import percentile
-from benchlib.turns import Slot
+from benchlib.turns import Slot, window_of
 from mirrorline.formats import Checkpoint, FormatError
 
 GROUP = "mirrorline-bench-checkpointed"
@@ -126,7 +126,7 @@ def checkpoint_age(observed: dict, windows: list[Slot]) -> dict:
         appeared.setdefault(partition, []).append((at, offset))
     ages, without = [], 0
     for partition, _, now in observed["commits"]:
-        if not any(window.holds(now) for window in windows):
+        if window_of(windows, now) is None:
             continue
         latest = [offset for at, offset in appeared.get(partition, []) if at <= now]
         if not latest or (partition, latest[-1]) not in committed_at:

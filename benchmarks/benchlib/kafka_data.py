@@ -243,12 +243,17 @@ def paced_producer(bootstrap, topic, partitions, size, rate, go, stop, results, 
         if error is not None:
             errors.append(error.str())
 
+    edges: list[float] | None = None  # the turns, copied once at `go`
+
     def rate_now() -> int:
+        nonlocal edges
         if not go.is_set():
             return PROBE_RATE
         if turns is None:
             return rate
-        now, edges = time.time(), turns[:]
+        if edges is None:
+            edges = turns[:]
+        now = time.time()
         in_turn = any(edges[i] <= now < edges[i + 1] for i in range(0, len(edges), 2))
         return rate if in_turn else PROBE_RATE
 

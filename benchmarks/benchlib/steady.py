@@ -28,7 +28,7 @@ from benchlib.common import POLL_S, SOURCE, TARGET, BenchmarkError, percentile, 
 from benchlib.kafka_data import create_topic, paced_producer
 from benchlib.runs import MB, Run, common_numbers, per_gb, stop
 from benchlib.target import TopicReader
-from benchlib.turns import AGE_WINDOW_S, BrokenOff, Slot, Turns, flat, now_ms
+from benchlib.turns import AGE_WINDOW_S, BrokenOff, Slot, Turns, flat, now_ms, window_of
 
 
 def age_windows(by_window: dict[int, list[int]], windows: list[Slot]) -> list[dict]:
@@ -159,10 +159,10 @@ def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict
                 raise BenchmarkError(f"reading {run.remote}: {msg.error().str()}")
             consumed += 1
             produced_at = msg.timestamp()[1]
-            window = next((i for i, slot in enumerate(windows) if slot.holds(produced_at)), None)
+            window = window_of(windows, produced_at)
             if window is not None:
                 ages_by_window.setdefault(window, []).append(arrival - produced_at)
-            if any(slot.holds(arrival) for slot in windows):
+            if window_of(windows, arrival) is not None:
                 in_window += 1
                 bytes_in_window += len(msg.value() or b"") + len(msg.key() or b"")
 

@@ -27,6 +27,7 @@ A run that fails breaks the barrier, and the others stop waiting for it.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 import time
@@ -51,6 +52,13 @@ class Slot:
 
     def holds(self, ms: float) -> bool:
         return self.start_ms <= ms < self.end_ms
+
+
+def window_of(windows: list[Slot], ms: float) -> int | None:
+    """The index of the window of `windows` (in time order) that holds `ms`, if any: a
+    lookup per record read, so a bisection, not a scan."""
+    i = bisect.bisect_right(windows, ms, key=lambda slot: slot.start_ms) - 1
+    return i if i >= 0 and windows[i].holds(ms) else None
 
 
 class BrokenOff(BenchmarkError):

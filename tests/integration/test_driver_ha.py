@@ -256,7 +256,7 @@ def test_one_driver_replicates_and_the_standby_takes_over_when_it_is_killed(
             other = next(d for d in drivers if d is not leader)
             standing_by = re.fullmatch(
                 rf"standby — active driver: mirrorline-driver@\S+:{leader.pid} "
-                r"\(at 127\.0\.0\.1\)",
+                r"\(leading since [0-9-]+ [0-9:]+ UTC\)",
                 other.status(),
             )
             return leader if standing_by else None

@@ -48,7 +48,7 @@ def test_the_first_driver_leads_a_later_one_stands_by_and_takes_over_when_it_lea
 
         second.start()
         wait_until(
-            lambda: second.describe().startswith("active driver: first (at "),
+            lambda: second.describe().startswith("active driver: first (leading since "),
             timeout=30,
             what="the second driver to name the leader",
         )

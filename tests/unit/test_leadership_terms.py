@@ -1,4 +1,4 @@
-"""Leadership's pure parts: names, the group consumer's settings, who holds a flow, terms."""
+"""Leadership's pure parts: names, the group consumer's settings, announcements, terms."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mirrorline.engine.leadership import (
     group_consumer_settings,
     group_id,
 )
-from mirrorline.engine.leadership_holder import LEADERSHIP_TOPIC, Member, holder
+from mirrorline.engine.leadership_holder import LEADERSHIP_TOPIC, Announcement, announcement
 from mirrorline.engine.status import FlowStatus
 from mirrorline.policy import DefaultReplicationPolicy
 
@@ -56,12 +56,18 @@ def test_group_settings_keep_connection_settings_and_impose_the_groups_own():
     assert "group.instance.id" not in settings
 
 
-def test_the_member_holding_partition_zero_leads():
-    standby = Member("mirrorline-driver@b:2", "/10.0.0.2", ())
-    leader = Member("mirrorline-driver@a:1", "/10.0.0.1", ((LEADERSHIP_TOPIC, 0),))
-    assert holder([standby, leader]) == leader
-    assert holder([standby]) is None
-    assert holder([Member("other", "/h", (("some.topic", 0),))]) is None
+def test_the_leaders_announcement_is_carried_by_its_commit_metadata():
+    said = Announcement("mirrorline-driver@a:1", 1_796_400_000_000)
+    commit = said.offset()
+    assert (commit.topic, commit.partition, commit.offset) == (LEADERSHIP_TOPIC, 0, 0)
+    assert Announcement.of(commit.metadata) == said
+    assert said.since() == "2026-12-04 16:00:00 UTC"
+    assert announcement("me").driver == "me"
+
+
+def test_metadata_that_is_no_announcement_names_nobody():
+    for metadata in ("", "x", "[]", '{"driver": "a"}', '{"driver": "a", "since_ms": "soon"}'):
+        assert Announcement.of(metadata) is None
 
 
 def test_terms_number_each_period_of_leadership():
@@ -85,14 +91,13 @@ def test_status_line_of_a_standby_flow_names_the_active_driver(monkeypatch):
     monkeypatch.setattr(driver_cmd, "out", Console(file=printed, width=200))
     printer = driver_cmd._StatusPrinter(every=0.001)
     printer._next = 0
+    reason = "active driver: mirrorline-driver@a:1 (leading since 2026-12-04 16:00:00 UTC)"
     printer(
         [
-            FlowStatus(
-                "east->west", "standby", "active driver: mirrorline-driver@a:1 (at 10.0.0.1)"
-            ),
+            FlowStatus("east->west", "standby", reason),
             FlowStatus("west->east", "running", "", ("orders",), 3, 10),
         ]
     )
     lines = printed.getvalue().splitlines()
-    assert lines[0] == "east->west: standby — active driver: mirrorline-driver@a:1 (at 10.0.0.1)"
+    assert lines[0] == f"east->west: standby — {reason}"
     assert lines[1].startswith("west->east: running, 1 topics / 3 partitions, 10 records")

@@ -24,6 +24,10 @@ brokers (45 s by default), too slow a takeover.
 
 A `term` numbers each period of leadership, so that a flow can tell "still the
 leader since I started" from "lost it and got it back in between".
+
+A driver that gains a flow announces itself in the group's committed offset of
+partition 0, so that standbys can say who leads (`leadership_holder`); the
+announcement only informs, it decides nothing.
 """
 
 from __future__ import annotations
@@ -35,10 +39,15 @@ import threading
 import time
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from mirrorline.engine.health import ClusterProbe
-from mirrorline.engine.leadership_holder import LEADERSHIP_TOPIC, HolderLookup, Member
+from mirrorline.engine.leadership_holder import (
+    LEADERSHIP_TOPIC,
+    Announcement,
+    HolderLookup,
+    announcement,
+)
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import ClusterClients, KafkaOperationError, ensure_topic
 
@@ -51,8 +60,6 @@ HEARTBEAT_INTERVAL_MS = 1_000
 # The group thread polls twice a second, so only a stuck process exceeds this.
 MAX_POLL_INTERVAL_MS = 30_000
 POLL_S = 0.5
-# After a client error, the holder is not looked up for this long (see `HolderLookup`).
-QUIET_AFTER_ERROR_S = 30.0
 RETRY_S = (1.0, 2.0, 5.0, 10.0)
 
 # The group's behaviour must not depend on what the user configured for the
@@ -157,9 +164,12 @@ class FlowLeadership:
         self._replication_factor = replication_factor
         self._term = Term()
         self._lock = threading.Lock()
-        self._holder: Member | None = None
+        self._holder: Announcement | None = None
+        # This driver's announcement while it leads (`leadership_holder`), and whether it
+        # is still to be committed (again, after a failed commit).
+        self._announcement: Announcement | None = None
+        self._unannounced = False
         self._problem = ""
-        self._last_error_at = -QUIET_AFTER_ERROR_S  # monotonic time of the last client error
         # The session expired while leading; the next assignment decides (see `_on_lost`).
         self._lost_contact = False
         self._stop = threading.Event()
@@ -200,17 +210,19 @@ class FlowLeadership:
             problem, leader = self._problem, self._holder
         if problem:
             return f"leadership group {self.group} on {self._target}: {problem}"
-        if leader is not None and leader.client_id != self.client_id:
-            return f"active driver: {leader.client_id} (at {leader.host.lstrip('/')})"
+        if leader is not None and leader.driver != self.client_id:
+            return f"active driver: {leader.driver} (leading since {leader.since()})"
         return f"waiting for leadership (group {self.group} on {self._target})"
 
     def active_driver(self) -> str | None:
-        """The driver that leads the flow: this one while it leads, else the one the
-        coordinator last named (None while nobody is known to)."""
+        """The driver that leads the flow: this one while it leads, else the one that
+        last announced itself (None while none is known to)."""
         if self.term() is not None:
             return self.client_id
         with self._lock:
-            return self._holder.client_id if self._holder is not None else None
+            if self._holder is None or self._holder.driver == self.client_id:
+                return None
+            return self._holder.driver
 
     def close(self, timeout: float = 30.0) -> None:
         """Leave the group (the next driver takes over at once) and end the thread."""
@@ -257,9 +269,11 @@ class FlowLeadership:
             probe.close()
         if not verdict.reachable:
             raise KafkaOperationError(str(verdict))
-        admin = self._clients.admin
-        ensure_topic(admin, LEADERSHIP_TOPIC, replication_factor=self._replication_factor)
-        consumer = Consumer(self._consumer_settings)
+        ensure_topic(
+            self._clients.admin, LEADERSHIP_TOPIC, replication_factor=self._replication_factor
+        )
+        consumer = Consumer({**self._consumer_settings, "on_commit": self._on_commit})
+        lookup = HolderLookup(self._consumer_settings)
         try:
             consumer.subscribe(
                 [LEADERSHIP_TOPIC],
@@ -268,19 +282,20 @@ class FlowLeadership:
                 on_lost=self._on_lost,
             )
             self._set_problem("")
-            lookup = HolderLookup(admin, self.group)
             while not self._stop.is_set():
                 msg = consumer.poll(POLL_S)
                 error = msg.error() if msg is not None else None
                 if error is not None:
                     self._on_error(error)
                 if self._term.current is None:
-                    quiet = time.monotonic() - self._last_error_at > QUIET_AFTER_ERROR_S
-                    found = lookup.poll(cluster_answers=quiet)
-                    if found is not None:  # the coordinator answered: no problem to show
+                    found = lookup.poll()
+                    if found is not None:  # the group answered: no problem to show
                         with self._lock:
                             self._holder, self._problem = found.holder, ""
+                elif self._unannounced and self._announcement is not None:
+                    self._announce(consumer, self._announcement)
         finally:
+            lookup.close()
             # Leaving the group: revokes partition 0 here (on_revoke), then hands it on.
             consumer.close()
 
@@ -296,6 +311,7 @@ class FlowLeadership:
                 )
                 return
             term = self._term.gain()
+            self._announcement, self._unannounced = announcement(self.client_id), True
             with self._lock:
                 self._holder, self._problem = None, ""
             self._wake.set()
@@ -331,11 +347,25 @@ class FlowLeadership:
                 self._target,
             )
 
+    def _announce(self, consumer: Consumer, announcement: Announcement) -> None:
+        """Commit this driver's announcement; `_on_commit` learns how it went."""
+        self._unannounced = False
+        try:
+            consumer.commit(offsets=[announcement.offset()], asynchronous=True)
+        except KafkaException as exc:
+            self._on_commit(exc.args[0], [])
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """A failed announcement is committed again at the next poll, while this driver leads."""
+        failure = error or next((p.error for p in partitions if p.error is not None), None)
+        if failure is not None and self._term.current is not None:
+            log.debug("flow %s: announcing the leader: %s", self.flow_name, failure.str())
+            self._unannounced = True
+
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
             raise RuntimeError(error.str())
         # Transient (a broker down, a timeout): librdkafka retries by itself.
-        self._last_error_at = time.monotonic()
         log.debug("flow %s: leadership group: %s", self.flow_name, error.str())
         self._set_problem(error.str())
 

@@ -182,7 +182,7 @@ class ClusterAccess:
 
     def commit(self, group: str, offsets: Mapping[Partition, OffsetAndMetadata]) -> None:
         """Commit offsets to a group with no active members (`group_offsets.commit_offsets`)."""
-        commit_offsets(self.admin, group, offsets, self.timeout)
+        commit_offsets(self.consumer_settings, group, offsets, self.timeout)
 
     # -- helpers -----------------------------------------------------------------------
 

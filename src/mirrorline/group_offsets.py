@@ -4,8 +4,11 @@ Both the automatic group offset sync and `mirrorline offsets apply` move a
 group's offsets on a target cluster. Two rules protect the group's consumers:
 
 - Offsets are written only to a group with no active members. The broker
-  refuses commits from outside a live group as well; checking first gives a
-  clear reason instead of a broker error.
+  refuses commits from outside a live group. The operator's commands check
+  first (`describe_group`), to give a clear reason before anything is written;
+  the automatic sync, which runs in the driver, takes the broker's refusal as
+  the answer, so that the driver never sends librdkafka's admin coordinator
+  requests (see `committed_offsets`).
 - A partition is never moved backwards from the group's committed offset
   (`plan_moves`): offsets ahead of the translation were committed by the
   group's own consumers on this cluster, after a failover, and moving them back
@@ -19,12 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from confluent_kafka import (
-    Consumer,
-    ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
-    KafkaException,
-)
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from mirrorline.admin_client import AdminClient
@@ -146,30 +144,42 @@ def plan_moves(
 
 
 def commit_offsets(
-    admin: AdminClient,
+    consumer_settings: Mapping[str, object],
     group: str,
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
     timeout: float = 30.0,
 ) -> None:
     """Commit `offsets` for `group`, which must have no active members.
 
-    Callers check that first (`describe_group`) to say so clearly. The broker
-    refuses a commit to a group that has members, also one that became active
-    since: that refusal raises `ActiveGroupError`.
+    Committed by a consumer that never joins the group, as the admin client's
+    AlterConsumerGroupOffsets would (the same OffsetCommit, from no member), but
+    not through it: see `committed_offsets`. The broker refuses a commit to a
+    group that has members, also one that became active since the caller looked:
+    that refusal raises `ActiveGroupError`. A coordinator not found within
+    `timeout` fails the commit (librdkafka bounds the wait by the session timeout).
     """
     if not offsets:
         return
-    request = ConsumerGroupTopicPartitions(
-        group,
-        [KafkaTopicPartition(t, p, o.offset, o.metadata) for (t, p), o in sorted(offsets.items())],
+    wanted = [
+        KafkaTopicPartition(t, p, o.offset, o.metadata) for (t, p), o in sorted(offsets.items())
+    ]
+    milliseconds = max(int(timeout * 1000), 1_000)
+    consumer = Consumer(
+        {
+            **consumer_settings,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "session.timeout.ms": milliseconds,
+            "socket.timeout.ms": milliseconds,
+        }
     )
     try:
-        result = admin.alter_consumer_group_offsets([request], request_timeout=timeout)[
-            group
-        ].result(timeout)
+        result = consumer.commit(offsets=wanted, asynchronous=False)
     except KafkaException as exc:
         _raise_for(group, exc.args[0], "offsets")
-    for tp in result.topic_partitions or ():
+    finally:
+        consumer.close()
+    for tp in result or ():
         if tp.error is not None:
             _raise_for(
                 group, tp.error, f"offset {tp.offset} on {tp.topic} partition {tp.partition}"

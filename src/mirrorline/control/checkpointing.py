@@ -26,7 +26,8 @@ its partitions get the newest earlier commit the progress has reached
 
 With `sync.group.offsets.enabled`, every `sync.group.offsets.interval.seconds`
 the checkpointed offsets are also committed to the same groups on the target,
-following `group_offsets`' rules: only to groups without active members, and
+following `group_offsets`' rules: only to groups without active members (the
+target refuses a commit to the others; the sync counts them as skipped), and
 never moving a partition backwards from what the group committed there.
 
 Mirrorline's own groups (`mirrorline.*`: flow leadership, exactly-once
@@ -55,7 +56,6 @@ from mirrorline.group_offsets import (
     OffsetAndMetadata,
     commit_offsets,
     committed_offsets,
-    describe_group,
     plan_moves,
 )
 from mirrorline.kafka import KafkaOperationError
@@ -77,7 +77,7 @@ class CheckpointStats:
     latency_p50_ms: float | None  # group offsets read -> checkpoint acknowledged
     latency_p99_ms: float | None
     group_offsets_synced: int  # partition offsets committed to target groups
-    groups_skipped_active: int  # sync rounds a group was skipped for its active members
+    groups_skipped_active: int  # sync rounds the target refused a group: it has active members
     offsets_held_back: int  # partitions the target group had moved past the checkpoint
     last_untranslated: str = ""  # one example with its reason
     # Groups with offsets translated by timestamp in the last round (data not copied by
@@ -108,6 +108,7 @@ class Checkpointer:
         self._synced = 0
         self._skipped_active = 0
         self._held_back = 0
+        self._held_at: dict[tuple[str, str, int], tuple[int, int]] = {}
 
     @property
     def flow(self) -> FlowConfig:
@@ -264,38 +265,37 @@ class Checkpointer:
                 )
         moved = 0
         for group, offsets in sorted(wanted.items()):
-            on_target = describe_group(
-                self._target.admin,
-                group,
-                consumer_settings=self._target_consumer,
-                partitions=offsets,
-                timeout=_TIMEOUT_S,
-            )
-            if on_target.active:
-                self._skipped_active += 1
-                continue
-            plan = plan_moves(on_target.offsets, offsets)
-            for (topic, partition), (committed, checkpointed) in plan.held_back.items():
-                log.info(
-                    "flow %s: group %s is at offset %d of %s[%d] on %s, ahead of its checkpoint "
-                    "%d: left where its own consumers put it",
-                    self.flow.name,
-                    group,
-                    committed,
-                    topic,
-                    partition,
-                    self.flow.target,
-                    checkpointed,
-                )
-            self._held_back += len(plan.held_back)
+            committed = committed_offsets(self._target_consumer, group, offsets, _TIMEOUT_S)
+            plan = plan_moves(committed, offsets)
             try:
-                commit_offsets(self._target.admin, group, plan.moves, _TIMEOUT_S)
+                commit_offsets(self._target_consumer, group, plan.moves, _TIMEOUT_S)
             except ActiveGroupError:
-                self._skipped_active += 1  # a consumer joined since: its offsets win
+                self._skipped_active += 1  # its consumers' offsets win
                 continue
+            self._hold_back(group, plan.held_back)
             moved += len(plan.moves)
         self._synced += moved
         return moved
+
+    def _hold_back(self, group: str, held_back: Mapping[SourcePartition, tuple[int, int]]) -> None:
+        """Count the partitions left ahead of their checkpoint; say so once per position."""
+        self._held_back += len(held_back)
+        for (topic, partition), (committed, checkpointed) in held_back.items():
+            key = (group, topic, partition)
+            if self._held_at.get(key) == (committed, checkpointed):
+                continue
+            self._held_at[key] = (committed, checkpointed)
+            log.info(
+                "flow %s: group %s is at offset %d of %s[%d] on %s, ahead of its checkpoint "
+                "%d: left where its own consumers put it",
+                self.flow.name,
+                group,
+                committed,
+                topic,
+                partition,
+                self.flow.target,
+                checkpointed,
+            )
 
     def stats(self) -> CheckpointStats:
         p50, p99 = self._checkpoints.latency_percentiles()

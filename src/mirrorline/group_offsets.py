@@ -8,7 +8,7 @@ group's offsets on a target cluster. Two rules protect the group's consumers:
   first (`describe_group`), to give a clear reason before anything is written;
   the automatic sync, which runs in the driver, takes the broker's refusal as
   the answer, so that the driver never sends librdkafka's admin coordinator
-  requests (see `committed_offsets`).
+  requests (see `OutsideMember`).
 - A partition is never moved backwards from the group's committed offset
   (`plan_moves`): offsets ahead of the translation were committed by the
   group's own consumers on this cluster, after a failover, and moving them back
@@ -90,36 +90,93 @@ def describe_group(
     return GroupOnCluster(group, name, members, offsets)
 
 
+class OutsideMember:
+    """A consumer of one group that never joins it: it reads and commits the group's
+    offsets as no member (an OffsetFetch, an OffsetCommit), as a consumer does before it
+    starts reading and as the admin client's AlterConsumerGroupOffsets does.
+
+    Not through the admin client: librdkafka 2.16's admin client aborts the whole
+    process when a request to a group coordinator cannot be sent
+    (confluentinc/librdkafka#4605), as on a cluster that just started. `timeout`
+    bounds each question, and the wait for a coordinator before a commit.
+    """
+
+    def __init__(
+        self, consumer_settings: Mapping[str, object], group: str, timeout: float = 30.0
+    ) -> None:
+        self.group = group
+        self._timeout = timeout
+        milliseconds = max(int(timeout * 1000), 1_000)
+        self._consumer = Consumer(
+            {
+                **consumer_settings,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "session.timeout.ms": milliseconds,
+                "socket.timeout.ms": milliseconds,
+            }
+        )
+
+    def __enter__(self) -> OutsideMember:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def committed(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets of `partitions` (those without one left out)."""
+        wanted = [KafkaTopicPartition(t, p) for t, p in sorted(set(partitions))]
+        if not wanted:
+            return {}
+        found = asked_until_answered(
+            f"cannot read the committed offsets of consumer group {self.group}",
+            lambda seconds: self._consumer.committed(wanted, timeout=seconds),
+            self._timeout,
+        )
+        return {
+            (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
+            for tp in found
+            if tp.offset >= 0 and tp.error is None
+        }
+
+    def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Commit `offsets`; the group must have no active members.
+
+        The broker refuses a commit to a group that has members, also one that became
+        active since the caller looked: that refusal raises `ActiveGroupError`.
+        """
+        if not offsets:
+            return
+        wanted = [
+            KafkaTopicPartition(t, p, o.offset, o.metadata) for (t, p), o in sorted(offsets.items())
+        ]
+        try:
+            result = self._consumer.commit(offsets=wanted, asynchronous=False)
+        except KafkaException as exc:
+            _raise_for(self.group, exc.args[0], "offsets")
+        for tp in result or ():
+            if tp.error is not None:
+                _raise_for(
+                    self.group,
+                    tp.error,
+                    f"offset {tp.offset} on {tp.topic} partition {tp.partition}",
+                )
+
+
 def committed_offsets(
     consumer_settings: Mapping[str, object],
     group: str,
     partitions: Iterable[TopicPartition],
     timeout: float = 30.0,
 ) -> dict[TopicPartition, OffsetAndMetadata]:
-    """The group's committed offsets of `partitions` (those without one left out).
-
-    Asked by a consumer that never joins the group (an OffsetFetch, as a
-    consumer does before it starts reading). Not by the admin client: with
-    librdkafka 2.16, its ListConsumerGroupOffsets crashes the process when the
-    group coordinator is still loading, as on a cluster that just started.
-    """
-    wanted = [KafkaTopicPartition(t, p) for t, p in sorted(set(partitions))]
-    if not wanted:
-        return {}
-    consumer = Consumer({**consumer_settings, "group.id": group, "enable.auto.commit": False})
-    try:
-        found = asked_until_answered(
-            f"cannot read the committed offsets of consumer group {group}",
-            lambda seconds: consumer.committed(wanted, timeout=seconds),
-            timeout,
-        )
-    finally:
-        consumer.close()
-    return {
-        (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
-        for tp in found
-        if tp.offset >= 0 and tp.error is None
-    }
+    """The group's committed offsets of `partitions`, read by an `OutsideMember`."""
+    with OutsideMember(consumer_settings, group, timeout) as member:
+        return member.committed(partitions)
 
 
 def plan_moves(
@@ -149,41 +206,10 @@ def commit_offsets(
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
     timeout: float = 30.0,
 ) -> None:
-    """Commit `offsets` for `group`, which must have no active members.
-
-    Committed by a consumer that never joins the group, as the admin client's
-    AlterConsumerGroupOffsets would (the same OffsetCommit, from no member), but
-    not through it: see `committed_offsets`. The broker refuses a commit to a
-    group that has members, also one that became active since the caller looked:
-    that refusal raises `ActiveGroupError`. A coordinator not found within
-    `timeout` fails the commit (librdkafka bounds the wait by the session timeout).
-    """
-    if not offsets:
-        return
-    wanted = [
-        KafkaTopicPartition(t, p, o.offset, o.metadata) for (t, p), o in sorted(offsets.items())
-    ]
-    milliseconds = max(int(timeout * 1000), 1_000)
-    consumer = Consumer(
-        {
-            **consumer_settings,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "session.timeout.ms": milliseconds,
-            "socket.timeout.ms": milliseconds,
-        }
-    )
-    try:
-        result = consumer.commit(offsets=wanted, asynchronous=False)
-    except KafkaException as exc:
-        _raise_for(group, exc.args[0], "offsets")
-    finally:
-        consumer.close()
-    for tp in result or ():
-        if tp.error is not None:
-            _raise_for(
-                group, tp.error, f"offset {tp.offset} on {tp.topic} partition {tp.partition}"
-            )
+    """Commit `offsets` for `group`, which must have no active members, by an
+    `OutsideMember` (see `OutsideMember.commit`)."""
+    with OutsideMember(consumer_settings, group, timeout) as member:
+        member.commit(offsets)
 
 
 # How the broker refuses a commit from outside a group that has members.

@@ -54,7 +54,7 @@ from mirrorline.formats import Checkpoint
 from mirrorline.group_offsets import (
     ActiveGroupError,
     OffsetAndMetadata,
-    commit_offsets,
+    OutsideMember,
     committed_offsets,
     plan_moves,
 )
@@ -265,13 +265,13 @@ class Checkpointer:
                 )
         moved = 0
         for group, offsets in sorted(wanted.items()):
-            committed = committed_offsets(self._target_consumer, group, offsets, _TIMEOUT_S)
-            plan = plan_moves(committed, offsets)
-            try:
-                commit_offsets(self._target_consumer, group, plan.moves, _TIMEOUT_S)
-            except ActiveGroupError:
-                self._skipped_active += 1  # its consumers' offsets win
-                continue
+            with OutsideMember(self._target_consumer, group, _TIMEOUT_S) as member:
+                plan = plan_moves(member.committed(offsets), offsets)
+                try:
+                    member.commit(plan.moves)
+                except ActiveGroupError:
+                    self._skipped_active += 1  # its consumers' offsets win
+                    continue
             self._hold_back(group, plan.held_back)
             moved += len(plan.moves)
         self._synced += moved

@@ -273,7 +273,7 @@ class FlowLeadership:
             self._clients.admin, LEADERSHIP_TOPIC, replication_factor=self._replication_factor
         )
         consumer = Consumer({**self._consumer_settings, "on_commit": self._on_commit})
-        lookup = HolderLookup(self._consumer_settings)
+        lookup = HolderLookup(self._consumer_settings, self.group)
         try:
             consumer.subscribe(
                 [LEADERSHIP_TOPIC],

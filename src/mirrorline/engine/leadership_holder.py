@@ -7,12 +7,11 @@ flow. The topic never holds a record, so the offset itself means nothing. A
 standby reads the group's committed offset every few seconds, only to say in its
 status which driver leads; nothing is decided by the answer.
 
-The reader is a consumer that never joins the group (an OffsetFetch, as in
-`group_offsets.committed_offsets`), on a thread of its own so that the group
-thread is never kept from its rebalance callbacks. The group coordinator is not
-asked who holds partition 0: librdkafka's admin client (2.16) aborts the whole
-process when a coordinator request cannot be sent (confluentinc/librdkafka#4605),
-and a driver did abort so, asking while the target cluster had just started.
+The reader is a `group_offsets.OutsideMember` of the group, on a thread of its
+own so that the group thread is never kept from its rebalance callbacks. The
+group coordinator is not asked who holds partition 0 (DescribeGroups): that goes
+through librdkafka's admin client, which aborted a driver asking while the
+target cluster had just started (see `OutsideMember`).
 
 An announcement outlives its leader: a driver that dies is named until another
 one takes the flow, after the group's session timeout, and announces itself.
@@ -27,7 +26,10 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
+
+from mirrorline.group_offsets import OutsideMember
+from mirrorline.kafka import KafkaOperationError
 
 LEADERSHIP_TOPIC = "mirrorline.leadership.internal"
 # How often a standby driver reads the announcement (for its status).
@@ -73,10 +75,10 @@ class _Found:
 class HolderLookup:
     """Reads the leader's announcement, without ever blocking the group thread."""
 
-    def __init__(self, consumer_settings: Mapping[str, object]) -> None:
-        """`consumer_settings` are the leadership group's (its `group.id` included)."""
+    def __init__(self, consumer_settings: Mapping[str, object], group: str) -> None:
         self._settings = dict(consumer_settings)
-        self._consumer: Consumer | None = None
+        self._group = group
+        self._member: OutsideMember | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="leadership holder")
         self._future: Future[Announcement | None] | None = None
         self._next_at = 0.0
@@ -94,20 +96,16 @@ class HolderLookup:
         self._next_at = now + HOLDER_REFRESH_S
         try:
             return _Found(future.result())
-        except KafkaException:  # only the status's wording depends on it
+        except KafkaOperationError:  # only the status's wording depends on it
             return None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._consumer is not None:
-            self._consumer.close()
+        if self._member is not None:
+            self._member.close()
 
     def _read(self) -> Announcement | None:
-        if self._consumer is None:
-            self._consumer = Consumer(self._settings)
-        [committed] = self._consumer.committed(
-            [TopicPartition(LEADERSHIP_TOPIC, 0)], timeout=_READ_TIMEOUT_S
-        )
-        if committed.error is not None or committed.offset < 0:
-            return None
-        return Announcement.of(committed.metadata or "")
+        if self._member is None:
+            self._member = OutsideMember(self._settings, self._group, _READ_TIMEOUT_S)
+        committed = self._member.committed([(LEADERSHIP_TOPIC, 0)]).get((LEADERSHIP_TOPIC, 0))
+        return None if committed is None else Announcement.of(committed.metadata)

@@ -22,7 +22,6 @@ Run `python benchmarks/failover_drill.py --help`; see benchmarks/README.md.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import random
@@ -30,7 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -47,176 +46,31 @@ from benchlib.common import (  # noqa: E402
     stop_on_sigterm,
     wait_for,
 )
+from benchlib.drill_groups import (  # noqa: E402
+    TargetGroups,
+    compare,
+    consume_and_commit,
+    produce,
+    read_from_synced,
+)
+from benchlib.drill_options import Options, parse_options  # noqa: E402
 from benchlib.environment import environment  # noqa: E402
 from benchlib.kafka_data import OffsetWatcher, clusters_running, create_topic  # noqa: E402
 from benchlib.replicators import (  # noqa: E402
     TOOL_NAMES,
-    TOOLS,
     start_replicator,
     write_replication_config,
-)
-from confluent_kafka import (  # noqa: E402
-    OFFSET_STORED,
-    Consumer,
-    KafkaException,
-    Producer,
-    TopicPartition,
 )
 
 OFFSET_LAG_MAX = 100  # both tools' default; the drill does not set it
 PROGRESS_EVERY_S = 10.0
 
 
-@dataclass(frozen=True)
-class Options:
-    records: int
-    record_size: int
-    partitions: int
-    groups: int
-    interval: float
-    settle: float
-    give_up: float
-    timeout: float
-    seed: int
-    tools: tuple[str, ...]
-    save: bool
-    work_dir: Path | None
-    keep_work_dir: bool
-
-
-def parse_options(argv: list[str]) -> Options:
-    parser = argparse.ArgumentParser(
-        description="Fail consumer groups over from east to west with Mirrorline and with "
-        "MirrorMaker 2, and count the records each group reads again or skips on west.",
-    )
-    parser.add_argument(
-        "--records", type=int, default=50_000, help="records per source topic (%(default)s)"
-    )
-    parser.add_argument(
-        "--record-size", type=int, default=100, help="value size in bytes (%(default)s)"
-    )
-    parser.add_argument(
-        "--partitions", type=int, default=3, help="partitions per topic (%(default)s)"
-    )
-    parser.add_argument(
-        "--groups", type=int, default=3, help="consumer groups per tool (%(default)s)"
-    )
-    parser.add_argument(
-        "--interval",
-        type=float,
-        default=5,
-        help="emit.checkpoints, sync.group.offsets and refresh.groups interval, seconds "
-        "(%(default)s)",
-    )
-    parser.add_argument(
-        "--settle",
-        type=float,
-        default=30,
-        help="the groups' offsets on west count as synced once unchanged this long, seconds "
-        "(%(default)s)",
-    )
-    parser.add_argument(
-        "--give-up",
-        type=float,
-        default=180,
-        help="once everything is replicated and offsets are unchanged this long, go on even "
-        "if some partitions have no offset (counted), seconds (%(default)s)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=900, help="longest run of one tool, seconds (%(default)s)"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=1, help="chooses how much each group reads (%(default)s)"
-    )
-    parser.add_argument("--only", choices=TOOLS, help="run one tool only")
-    parser.add_argument("--no-save", action="store_true", help="print only; do not write results/")
-    parser.add_argument(
-        "--work-dir", type=Path, help="clusters and logs (default: a new temporary directory)"
-    )
-    parser.add_argument(
-        "--keep-work-dir", action="store_true", help="keep clusters' data and logs afterwards"
-    )
-    args = parser.parse_args(argv)
-    if args.partitions < 1 or args.groups < 1 or args.record_size < 16:
-        parser.error("--partitions and --groups must be at least 1, --record-size at least 16")
-    if args.records < 3 * args.partitions:
-        parser.error("--records must be at least 3 per partition")
-    if args.interval <= 0 or args.settle <= 0 or args.give_up < args.settle:
-        parser.error("--interval and --settle must be > 0 and --give-up >= --settle")
-    return Options(
-        records=args.records,
-        record_size=args.record_size,
-        partitions=args.partitions,
-        groups=args.groups,
-        interval=args.interval,
-        settle=args.settle,
-        give_up=args.give_up,
-        timeout=args.timeout,
-        seed=args.seed,
-        tools=(args.only,) if args.only else TOOLS,
-        save=not args.no_save,
-        work_dir=args.work_dir,
-        keep_work_dir=args.keep_work_dir,
-    )
-
-
-# -- data ------------------------------------------------------------------------------
-
-Record = tuple[int, int]  # (partition, position in the partition), as a value carries it
-
-
-def _value(partition: int, position: int, size: int) -> bytes:
-    head = b"%d:%d:" % (partition, position)
-    return head + b"x" * max(0, size - len(head))
-
-
-def _record(value: bytes) -> Record:
-    partition, position, _ = value.split(b":", 2)
-    return int(partition), int(position)
+# -- the plan ------------------------------------------------------------------------------
 
 
 def partition_sizes(opts: Options) -> dict[int, int]:
     return {p: len(range(p, opts.records, opts.partitions)) for p in range(opts.partitions)}
-
-
-def produce(bootstrap: str, topics: list[str], opts: Options) -> None:
-    """The same records, in the same partitions and order, into every topic."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 20,
-            "acks": "all",
-            "batch.size": 1_000_000,
-            # Retries (a topic created moments ago) must not reorder: the groups check
-            # each partition's records in order.
-            "enable.idempotence": True,
-        }
-    )
-    failures: list[str] = []
-
-    def delivered(error, _msg) -> None:
-        if error is not None:
-            failures.append(error.str())
-
-    for i in range(opts.records):
-        partition = i % opts.partitions
-        value = _value(partition, i // opts.partitions, opts.record_size)
-        for topic in topics:
-            while True:
-                try:
-                    producer.produce(
-                        topic, value, b"k%d" % i, partition=partition, on_delivery=delivered
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.poll(0)
-    remaining = producer.flush(120)
-    if remaining or failures:
-        raise BenchmarkError(
-            f"producing to {', '.join(topics)} failed: {remaining} unacknowledged, "
-            f"errors: {failures[:3]}"
-        )
 
 
 def read_plan(opts: Options) -> list[dict[int, int]]:
@@ -234,91 +88,7 @@ def group_names(tool: str, opts: Options) -> list[str]:
     return [f"drill-{short}-g{i + 1}" for i in range(opts.groups)]
 
 
-def consume_and_commit(bootstrap: str, group: str, topic: str, counts: dict[int, int]) -> None:
-    """Read the first `counts[p]` records of each partition as `group`, then commit.
-
-    The values are checked on the way: the group must have read exactly the
-    records the plan says, so that the comparison on west starts from a known point.
-    """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in counts])
-        read = {p: 0 for p in counts}
-        last_offset: dict[int, int] = {}
-
-        def done() -> bool:
-            for msg in consumer.consume(1000, timeout=0.5):
-                if msg.error():
-                    raise BenchmarkError(f"group {group} reading {topic}: {msg.error().str()}")
-                p = msg.partition()
-                if read[p] >= counts[p]:
-                    continue
-                if _record(msg.value()) != (p, read[p]):
-                    raise BenchmarkError(
-                        f"{topic}[{p}] offset {msg.offset()}: expected record {read[p]}, "
-                        f"found {msg.value()[:30]!r}"
-                    )
-                read[p] += 1
-                last_offset[p] = msg.offset()
-                if read[p] == counts[p]:
-                    consumer.pause([TopicPartition(topic, p)])
-            return read == counts
-
-        wait_for(done, timeout=120, what=f"group {group} reading {counts} of {topic}", interval=0)
-        consumer.commit(
-            offsets=[TopicPartition(topic, p, o + 1) for p, o in last_offset.items()],
-            asynchronous=False,
-        )
-    finally:
-        consumer.close()
-
-
-# -- the target side ---------------------------------------------------------------------
-
-
-class TargetGroups:
-    """The drill's groups' committed offsets of one topic on the target.
-
-    Read through a consumer of each group that never joins it (no subscription),
-    so the group stays without members for the tool's offset sync. A consumer,
-    not the admin client: librdkafka 2.16's admin ListConsumerGroupOffsets
-    crashes the process when a fresh cluster's group coordinator is still loading.
-    """
-
-    def __init__(self, bootstrap: str, groups: list[str], topic: str, partitions: int) -> None:
-        self.topic = topic
-        self.partitions = partitions
-        self.groups = groups
-        self._consumers = {
-            group: Consumer(
-                {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
-            )
-            for group in groups
-        }
-
-    def committed(self) -> dict[str, dict[int, int]] | None:
-        """group -> {partition: offset}; None if the cluster did not answer in time."""
-        found = {}
-        for group, consumer in self._consumers.items():
-            try:
-                answer = consumer.committed(
-                    [TopicPartition(self.topic, p) for p in range(self.partitions)], timeout=30
-                )
-            except KafkaException:
-                return None
-            found[group] = {tp.partition: tp.offset for tp in answer if tp.offset >= 0}
-        return found
-
-    def close(self) -> None:
-        for consumer in self._consumers.values():
-            consumer.close()
+# -- waiting for the sync ------------------------------------------------------------------
 
 
 def wait_until_synced(tool, proc, clusters, topic, on_target: TargetGroups, opts) -> dict:
@@ -390,87 +160,6 @@ def wait_until_synced(tool, proc, clusters, topic, on_target: TargetGroups, opts
     finally:
         source_watch.close()
         target_watch.close()
-
-
-def read_from_synced(bootstrap: str, group: str, topic: str, partitions: list[int]) -> list:
-    """What `group` gets on `topic`, starting where its committed offsets say, to the end.
-
-    The consumer asks the broker for the group's committed offset of each of
-    `partitions` itself (`OFFSET_STORED`), as an application that fails over does;
-    it commits nothing.
-    """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "error",
-        }
-    )
-    got: list[Record] = []
-    try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in partitions
-        }
-        consumer.assign([TopicPartition(topic, p, OFFSET_STORED) for p in partitions])
-        pending = {p for p in partitions if ends[p] > 0}
-        for p in list(pending):  # a group already at the end has nothing to read
-            committed = consumer.committed([TopicPartition(topic, p)], timeout=10)[0].offset
-            if committed >= ends[p]:
-                pending.discard(p)
-
-        def at_end() -> bool:
-            for msg in consumer.consume(1000, timeout=0.5):
-                if msg.error():
-                    raise BenchmarkError(f"group {group} reading {topic}: {msg.error().str()}")
-                got.append(_record(msg.value()))
-                if msg.offset() >= ends[msg.partition()] - 1:
-                    pending.discard(msg.partition())
-            return not pending
-
-        wait_for(at_end, timeout=120, what=f"group {group} reading {topic} to its end", interval=0)
-    finally:
-        consumer.close()
-    return got
-
-
-def compare(plan: dict[int, int], sizes: dict[int, int], synced: dict[int, int], got) -> dict:
-    """Re-read, skipped and duplicated records of one group, per partition and in total."""
-    per_partition = {}
-    for p, n in sizes.items():
-        read_on_east = plan[p]
-        if p not in synced:
-            per_partition[p] = {
-                "read_on_east": read_on_east,
-                "synced_offset": None,
-                "re_read": 0,
-                "skipped": 0,
-                "duplicates": 0,
-                # What a consumer's auto.offset.reset would then cost.
-                "re_read_if_earliest": read_on_east,
-                "skipped_if_latest": n - read_on_east,
-            }
-            continue
-        seen = [pos for q, pos in got if q == p]
-        distinct = set(seen)
-        per_partition[p] = {
-            "read_on_east": read_on_east,
-            "synced_offset": synced[p],
-            "read_on_west": len(seen),
-            "re_read": sum(1 for pos in distinct if pos < read_on_east),
-            "skipped": sum(1 for pos in range(read_on_east, n) if pos not in distinct),
-            "duplicates": len(seen) - len(distinct),
-        }
-    present = [v for v in per_partition.values() if v["synced_offset"] is not None]
-    return {
-        "read_on_west": sum(v["read_on_west"] for v in present),
-        "re_read": sum(v["re_read"] for v in present),
-        "skipped": sum(v["skipped"] for v in present),
-        "duplicates": sum(v["duplicates"] for v in present),
-        "partitions_without_offset": len(per_partition) - len(present),
-        "partitions": per_partition,
-    }
 
 
 # -- one tool ------------------------------------------------------------------------------
@@ -605,7 +294,9 @@ def run(opts: Options, command: str) -> dict:
             for topic in topics:
                 create_topic(source.bootstrap_servers, topic, opts.partitions)
             say(f"producing {opts.records:,} records into {', '.join(topics)} on {SOURCE}")
-            produce(source.bootstrap_servers, topics, opts)
+            produce(
+                source.bootstrap_servers, topics, opts.records, opts.partitions, opts.record_size
+            )
             for tool in opts.tools:
                 results[tool] = drill_tool(tool, clusters, work, opts, plans)
         failed = False

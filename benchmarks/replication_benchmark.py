@@ -58,7 +58,7 @@ from benchlib.contenders import (
 from benchlib.environment import environment
 from benchlib.kafka_data import clusters_running, warm_up
 from benchlib.markers import replace_block
-from benchlib.procs import OtherLoad
+from benchlib.other_load import OtherLoad
 from benchlib.rounds import combine, order
 from benchlib.runs import Run, Settings
 from benchlib.steady import measure_interleaved, measure_steady

@@ -57,7 +57,8 @@ from benchlib.kafka_data import (  # noqa: E402
     preload,
     random_values,
 )
-from benchlib.procs import OtherLoad, SampledProcess, TreeSampler  # noqa: E402
+from benchlib.other_load import OtherLoad  # noqa: E402
+from benchlib.procs import SampledProcess, TreeSampler  # noqa: E402
 from benchlib.replicators import mirrorline_command, write_replication_config  # noqa: E402
 
 from support.spark_standalone import StandaloneCluster  # noqa: E402

@@ -56,7 +56,7 @@ from benchlib.contenders import (
 )
 from benchlib.environment import environment, environment_text
 from benchlib.kafka_data import clusters_running, warm_up
-from benchlib.procs import OtherLoad
+from benchlib.other_load import OtherLoad
 from benchlib.runs import Run, Settings
 from benchlib.steady import measure_steady
 from benchlib.workloads import WORKLOADS

@@ -1,5 +1,5 @@
-"""Processes seen from /proc: a process tree's CPU time and memory, the machine's
-other load, and a child process that is sampled while it runs and stopped cleanly.
+"""Processes seen from /proc: a process tree's CPU time and memory, and a child
+process that is sampled while it runs and stopped cleanly.
 
 A replicator is more than one process (Mirrorline: the Python driver, its Spark
 JVM and Python workers; MirrorMaker 2: one JVM), so everything here works on
@@ -24,8 +24,6 @@ from benchlib.common import BenchmarkError, say, tail, wait_for
 # How long a replicator's helper processes (Spark's JVM, Python workers) may take to
 # exit after its main process did, before they count as left behind and are killed.
 LEFTOVER_GRACE_S = 15.0
-# Other processes' CPU use below which the machine counts as quiet (kernel, daemons).
-QUIET_CORES = 0.15
 
 
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -319,61 +317,6 @@ def end_tree(members: dict[int, int], grace: float) -> list[str]:
         what=f"processes {sorted(left)} to die after SIGKILL",
     )
     return sorted(left.values())
-
-
-def _machine_busy_seconds() -> float:
-    """CPU time the whole machine spent busy since boot (all cores, from /proc/stat)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-class OtherLoad:
-    """CPU used by processes that are not the benchmark's, so a busy machine shows.
-
-    The machine's busy time minus the CPU time of the benchmark's own process tree
-    (itself, the clusters, the replicator, the load producer). A few hundredths of
-    a core is the kernel and idle daemons; more means the numbers are disturbed.
-    """
-
-    def __init__(self) -> None:
-        self._own = TreeSampler(os.getpid(), interval=1.0).start()
-
-    def mark(self) -> tuple[float, float, float]:
-        self._own.sample()
-        return time.monotonic(), _machine_busy_seconds(), self._own.cpu_seconds()
-
-    def cores_since(self, mark: tuple[float, float, float]) -> float:
-        now = self.mark()
-        elapsed = now[0] - mark[0]
-        other = (now[1] - mark[1]) - (now[2] - mark[2])
-        return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
-
-    def wait_quiet(self, timeout: float, window: float = 5.0) -> float:
-        """Wait until other processes use at most QUIET_CORES for `window` seconds.
-
-        Returns the other processes' load in the last window. At the deadline the
-        benchmark goes on regardless: each phase records the load it ran under.
-        No wait at all with a timeout of 0.
-        """
-        if timeout <= 0:
-            return 0.0
-        deadline = time.monotonic() + timeout
-        told = False
-        while True:
-            mark = self.mark()
-            time.sleep(window)  # the measuring window itself
-            cores = self.cores_since(mark)
-            if cores <= QUIET_CORES or time.monotonic() >= deadline:
-                if cores > QUIET_CORES:
-                    say(f"warning: other processes keep {cores} cores busy; results will suffer")
-                return cores
-            if not told:
-                say(f"waiting for other processes to leave the cores alone ({cores} busy)")
-                told = True
-
-    def stop(self) -> None:
-        self._own.stop()
 
 
 @dataclass

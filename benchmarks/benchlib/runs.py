@@ -12,7 +12,8 @@ from benchlib.checkpoint_probe import CHECKPOINT_LINES
 from benchlib.common import SOURCE, TARGET, say
 from benchlib.contenders import Contender
 from benchlib.kafka_data import delete_topics
-from benchlib.procs import OtherLoad, SampledProcess
+from benchlib.other_load import OtherLoad
+from benchlib.procs import SampledProcess
 from benchlib.workloads import Workload
 
 GB = 1e9

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from mirrorline import jar_fetch
 from mirrorline.cli.driver_cmd import parse_spark_conf
 from mirrorline.cli.main import app
-from mirrorline.engine import session
+from mirrorline.engine import jvm_options, session
 from mirrorline.jvm import JvmSetupError
 
 CONFIG = """\
@@ -194,12 +194,17 @@ def test_the_young_generation_is_fixed_at_its_share_of_the_heap_and_tenures_earl
     memory, young_mib
 ):
     option = f"-Xmn{young_mib}m -XX:MaxTenuringThreshold=4"
-    assert session.young_generation(memory, "spark.driver.memory") == option
+    assert jvm_options.young_generation(memory, "spark.driver.memory") == option
+
+
+def test_in_real_time_what_survives_one_collection_leaves_the_young_generation():
+    option = jvm_options.young_generation("2g", "spark.driver.memory", real_time=True)
+    assert option == "-Xmn1228m -XX:MaxTenuringThreshold=1"
 
 
 def test_a_memory_size_spark_cannot_read_names_its_setting():
     with pytest.raises(JvmSetupError, match=r"spark.executor.memory = 'lots' is no memory size"):
-        session.young_generation("lots", "spark.executor.memory")
+        jvm_options.young_generation("lots", "spark.executor.memory")
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from mirrorline import jvm
 from mirrorline.engine import class_archive
+from mirrorline.engine.jvm_options import fixed_heap, young_generation
 
 DEFAULT_MASTER = "local[*]"
 
@@ -208,7 +209,9 @@ def build_spark_session(
     settings["spark.plugins"] = added_to(plugins, conf.pop("spark.plugins", ""))
     settings.update(conf)
     if "spark.executor.extraJavaOptions" not in conf:
-        young = young_generation(settings["spark.executor.memory"], "spark.executor.memory")
+        young = young_generation(
+            settings["spark.executor.memory"], "spark.executor.memory", real_time
+        )
         settings["spark.executor.extraJavaOptions"] = f"-Xss16m {young}"
     if "spark.driver.extraJavaOptions" not in conf:
         archive = (
@@ -218,8 +221,8 @@ def build_spark_session(
             _log.info("no class archive for this Java and Spark: `mirrorline setup` builds one")
         options = [settings["spark.driver.extraJavaOptions"]]
         memory = settings["spark.driver.memory"]
-        young = young_generation(memory, "spark.driver.memory")
-        options += _fixed_heap(memory) + [young, archive] + driver_compilation(master)
+        young = young_generation(memory, "spark.driver.memory", real_time)
+        options += fixed_heap(memory) + [young, archive] + driver_compilation(master)
         settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, options))
 
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name).setMaster(master)
@@ -234,19 +237,6 @@ def added_to(ours: Iterable[str], theirs: str) -> str:
     """A comma-separated Spark list: `ours`, then `theirs`, each non-empty entry once."""
     entries = (entry.strip() for entry in [*ours, *theirs.split(",")])
     return ",".join(dict.fromkeys(entry for entry in entries if entry))
-
-
-def _fixed_heap(memory: str) -> list[str]:
-    """Java options that give the driver's JVM its whole heap at start, touched.
-
-    A driver runs for weeks. With only a maximum, G1 grows and shrinks the heap
-    with the load (a broker restart's catch-up batches grew it by a third, for
-    minutes), so the process's memory says little and moves under a container's
-    limit. A heap of fixed size, its pages touched at start (as Elasticsearch and
-    Cassandra run theirs), makes the footprint known from the first second and
-    lets its growth mean a leak. Touching 2 GiB costs about 0.6 s of start-up.
-    """
-    return [f"-Xms{memory}", "-XX:+AlwaysPreTouch"]
 
 
 def driver_compilation(master: str) -> list[str]:
@@ -266,47 +256,6 @@ def driver_compilation(master: str) -> list[str]:
     C2 (C1's code took twice the CPU per record over ten million records).
     """
     return [] if _local(master) else ["-XX:TieredStopAtLevel=1"]
-
-
-# The share of a JVM's heap kept for new objects: G1's own upper bound for it.
-YOUNG_SHARE = 0.6
-# Young collections an object survives before it moves to the old generation.
-TENURE_AFTER = 4
-
-
-def young_generation(memory: str, setting: str) -> str:
-    """The Java options for the young generation of a `memory` heap: its size,
-    fixed at `YOUNG_SHARE`, and the age at which objects leave it, `TENURE_AFTER`.
-
-    A record lives from the fetch that brought it until its delivery report, and
-    the records a partition's consumer fetched past a batch's range wait for the
-    next batch: seconds. G1 sizes its young generation for its 200-ms pause
-    goal, here to a tenth of the heap or less, which fills in well under a
-    second: most records then survive a collection or two, are copied each time
-    and end in the old generation, which takes concurrent cycles to empty. With
-    the young generation at 60 % of the heap they die young, in a few
-    collections instead of dozens (see `benchmarks/RESULTS.md`).
-
-    What survives more than a few collections is not a record but the session's
-    own state, built while a query starts (about 50 MiB). G1 keeps copying it
-    between survivor spaces until it is 15 collections old: every young pause
-    of the first minutes took 37-87 ms instead of 3-9, which a real-time
-    flow's records wait out (a collection every 20 s at 5,000 records/s of 1
-    KiB: the first five minutes). After `TENURE_AFTER` collections it moves to
-    the old generation once. `setting` names where `memory` came from, for the
-    error if it is no memory size.
-    """
-    young = int(_mebibytes(memory, setting) * YOUNG_SHARE)
-    return f"-Xmn{young}m -XX:MaxTenuringThreshold={TENURE_AFTER}"
-
-
-def _mebibytes(memory: str, setting: str) -> int:
-    """Spark's memory notation (`2g`, `1536m`, `1t`; a bare number is MiB) in MiB."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", memory.lower())
-    if not match:
-        raise jvm.JvmSetupError(f"{setting} = {memory!r} is no memory size (e.g. 2g or 1536m)")
-    number, unit = int(match.group(1)), match.group(2) or "m"
-    return {"k": number // 1024, "m": number, "g": number << 10, "t": number << 20}[unit]
 
 
 def _launch_jvm_in_own_session(conf) -> None:

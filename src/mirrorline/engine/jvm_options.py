@@ -61,8 +61,9 @@ def young_generation(memory: str, setting: str, real_time: bool = False) -> str:
     its acknowledgement, and no record waits for a batch: what survives one
     collection is the session's state. With `TENURE_AFTER` it was still copied
     in the second and third minute of a stream (pauses of 41, 53 and 19 ms,
-    then 3-8 ms), so there it leaves after `TENURE_AFTER_REAL_TIME`. `setting`
-    names where `memory` came from, for the error if it is no memory size.
+    then 3-8 ms), so there it leaves after `TENURE_AFTER_REAL_TIME`. The JVMs are
+    the driver's, shared by its flows: one real-time flow sets it for all of them.
+    `setting` names where `memory` came from, for the error if it is no memory size.
     """
     young = int(mebibytes(memory, setting) * YOUNG_SHARE)
     tenure = TENURE_AFTER_REAL_TIME if real_time else TENURE_AFTER

@@ -180,6 +180,7 @@ def measure(
                 time.sleep(POLL_S)
             throttled = cap.throttled() if cap is not None else {}
             other = load.cores_since(began)
+            disturbed = load.disturbance_since(began)
             driver_cpu = proc.sampler.cpu_seconds()
             executors_cpu = sum(s.cpu_seconds() for s in executor_side)
         finally:
@@ -191,7 +192,9 @@ def measure(
     transfer = max(done - first, POLL_S)
     # Everything the machine did while records moved (brokers and driver included): a
     # value near the core count means more executor cores had no CPU left to use.
-    busy = (done_mark[1] - first_mark[1]) / max(done_mark[0] - first_mark[0], POLL_S)
+    busy = (done_mark.machine_busy_s - first_mark.machine_busy_s) / max(
+        done_mark.at - first_mark.at, POLL_S
+    )
     in_transfer = {
         kind: round(seconds - executors_at_first.get(kind, 0.0), 1)
         for kind, seconds in sorted(executors_at_done.items())
@@ -216,6 +219,7 @@ def measure(
         "executor_threads_cpu_s_in_transfer": in_transfer,
         "machine_busy_cores_in_transfer": round(busy, 2),
         "other_cpu_cores": other,
+        "disturbed": disturbed,
         "graceful_stop": stopped.graceful,
         "cpu_cap_cores_per_worker": args.cpu_cap,
         "cap_throttled": throttled,

@@ -105,6 +105,7 @@ def measure_backlog(run: Run) -> dict:
                 say(f"  {total:,} / {s.records:,} offsets on {TARGET}")
             time.sleep(POLL_S)
         other_cores = run.load.cores_since(began)
+        disturbed = run.load.disturbance_since(began)
     finally:
         stopped = stop(run, proc)
         target.close()
@@ -136,7 +137,7 @@ def measure_backlog(run: Run) -> dict:
         },
         "cpu_s_total": round(cpu_total, 1),
         "cpu_s_per_gb_with_startup": per_gb(cpu_total, payload),
-        **common_numbers(proc, stopped, other_cores),
+        **common_numbers(proc, stopped, other_cores, disturbed),
         "client_settings": run.client_settings(),
     }
     say(

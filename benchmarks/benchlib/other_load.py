@@ -1,7 +1,8 @@
 """The machine's other load: CPU that neither the benchmark nor what it runs used.
 
 The benchmark shares its two cores with whatever else runs on the machine, so
-each phase waits for a quiet machine first and records the load it ran under.
+each phase waits for a quiet machine first and records the load it ran under, and
+whether the machine stopped meanwhile (`stalls`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
+from benchlib import stalls
 from benchlib.common import say
 from benchlib.procs import TreeSampler
 
@@ -24,6 +27,16 @@ def _machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+class Mark(NamedTuple):
+    """Where a phase began, for `OtherLoad.cores_since` and `disturbance_since`."""
+
+    at: float  # time.monotonic()
+    machine_busy_s: float
+    own_cpu_s: float
+    stalls: int
+    vm_forks: int | None
+
+
 class OtherLoad:
     """CPU used by processes that are not the benchmark's, so a busy machine shows.
 
@@ -34,16 +47,33 @@ class OtherLoad:
 
     def __init__(self) -> None:
         self._own = TreeSampler(os.getpid(), interval=1.0).start()
+        self._stalls = stalls.StallWatch().start()
 
-    def mark(self) -> tuple[float, float, float]:
+    def mark(self) -> Mark:
         self._own.sample()
-        return time.monotonic(), _machine_busy_seconds(), self._own.cpu_seconds()
+        return Mark(
+            time.monotonic(),
+            _machine_busy_seconds(),
+            self._own.cpu_seconds(),
+            self._stalls.count(),
+            stalls.vm_forks(),
+        )
 
-    def cores_since(self, mark: tuple[float, float, float]) -> float:
+    def cores_since(self, mark: Mark) -> float:
         now = self.mark()
-        elapsed = now[0] - mark[0]
-        other = (now[1] - mark[1]) - (now[2] - mark[2])
+        elapsed = now.at - mark.at
+        other = (now.machine_busy_s - mark.machine_busy_s) - (now.own_cpu_s - mark.own_cpu_s)
         return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
+
+    def disturbance_since(self, mark: Mark) -> dict | None:
+        """The machine's stalls and virtual machine forks since `mark` (see `stalls`), or
+        None when it ran throughout; a disturbed phase is also told on the console."""
+        forks = stalls.vm_forks()
+        new_forks = forks - mark.vm_forks if forks is not None and mark.vm_forks is not None else 0
+        disturbed = stalls.disturbance(self._stalls.since(mark.stalls), new_forks)
+        if disturbed:
+            say(f"warning: the machine {stalls.disturbance_text(disturbed)}; results will suffer")
+        return disturbed
 
     def wait_quiet(self, timeout: float, window: float = 5.0) -> float:
         """Wait until other processes use at most QUIET_CORES for `window` seconds.
@@ -70,3 +100,4 @@ class OtherLoad:
 
     def stop(self) -> None:
         self._own.stop()
+        self._stalls.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchlib import machine_speed
+from benchlib import machine_speed, stalls
 from benchlib.contenders import BASELINE, CONTENDERS, DATA_PATH_CONSUMER, DATA_PATH_PRODUCER
 from benchlib.environment import environment_text
 from benchlib.turns import AGE_WINDOW_S
@@ -109,7 +109,11 @@ def _age_windows(result: dict) -> str | None:
     """Record-age p99 per window of the measured part, where the workload has it."""
     rows = []
     for name, numbers in result["contenders"].items():
-        p99s = [f"{w['age_p99_ms']:,}" for w in numbers.get("age_windows") or []]
+        p99s = [
+            f"{w['age_p99_ms']:,}"
+            + (f" (stood still {w['stalled_s']} s)" if "stalled_s" in w else "")
+            for w in numbers.get("age_windows") or []
+        ]
         if p99s:
             rows.append(f"{CONTENDERS[name].column} {', '.join(p99s)}")
     if not rows:
@@ -149,7 +153,22 @@ def _conditions(result: dict) -> str:
         f"{CONTENDERS[n].column} {c['other_cpu_cores']:.2f}"
         for n, c in result["contenders"].items()
     )
-    return f"CPU cores used by other processes meanwhile: {loads}."
+    disturbed = []
+    for name, numbers in result["contenders"].items():
+        for index, run in enumerate(numbers.get("rounds") or [numbers]):
+            if run.get("disturbed"):
+                in_round = f" in round {index + 1}" if numbers.get("rounds") else ""
+                disturbed.append(
+                    f"{CONTENDERS[name].column}{in_round}: "
+                    f"{stalls.disturbance_text(run['disturbed'])}"
+                )
+    stood_still = (
+        f" **The machine stopped running the benchmark** ({'; '.join(disturbed)}): "
+        "those figures are disturbed."
+        if disturbed
+        else ""
+    )
+    return f"CPU cores used by other processes meanwhile: {loads}.{stood_still}"
 
 
 def settings_text(report: dict) -> str:

@@ -8,7 +8,8 @@ the records, the contenders' order reversed every other round so that none is
 always first or last. A contender's reported figure for each metric is the
 median of its rounds; its other numbers (CPU by thread, client settings, its
 stop) are those of its round with the median records/s. Every round's
-headline figures stay in the results, under `rounds`.
+headline figures, and whether the machine stood still in it, stay in the results,
+under `rounds`.
 """
 
 from __future__ import annotations
@@ -34,5 +35,7 @@ def combine(runs: list[dict]) -> dict:
         values = [r[key] for r in runs if r.get(key) is not None]
         if values:
             middle[key] = round(statistics.median(values), 2)
-    middle["rounds"] = [{key: r.get(key) for key in ROUND_KEYS} for r in runs]
+    middle["rounds"] = [
+        {**{key: r.get(key) for key in ROUND_KEYS}, "disturbed": r.get("disturbed")} for r in runs
+    ]
     return middle

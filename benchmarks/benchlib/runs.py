@@ -118,14 +118,18 @@ class Run:
         delete_topics(self.target.bootstrap_servers, [self.remote])
 
 
-def common_numbers(proc: SampledProcess, stopped, other_cores: float) -> dict:
-    """What every run reports about the contender's process tree and its stop."""
+def common_numbers(
+    proc: SampledProcess, stopped, other_cores: float, disturbed: dict | None
+) -> dict:
+    """What every run reports about the contender's process tree, the machine meanwhile
+    (other processes' cores; `disturbed`: its stalls, see `stalls`) and the stop."""
     return {
         "peak_rss_mib": round(proc.sampler.peak_rss_kib / 1024, 1),
         "peak_pss_mib": round(proc.sampler.peak_pss_kib / 1024, 1),
         "peak_processes": proc.sampler.peak_processes,
         "cpu_s_by_process": proc.sampler.cpu_seconds_by_role(),
         "other_cpu_cores": other_cores,
+        "disturbed": disturbed,
         "stop": asdict(stopped),
     }
 

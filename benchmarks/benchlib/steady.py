@@ -31,22 +31,37 @@ from benchlib.target import TopicReader
 from benchlib.turns import AGE_WINDOW_S, BrokenOff, Slot, Turns, flat, now_ms, window_of
 
 
-def age_windows(by_window: dict[int, list[int]], windows: list[Slot]) -> list[dict]:
-    """Record age per measured window (`by_window`: window index -> ages): p50, p99, max."""
+def age_windows(
+    by_window: dict[int, list[int]], windows: list[Slot], disturbed: dict | None
+) -> list[dict]:
+    """Record age per measured window (`by_window`: window index -> ages): p50, p99, max,
+    and how long the machine stood still in the window, where it did (`disturbed`)."""
     out = []
     for index in sorted(by_window):
         values = sorted(by_window[index])
-        out.append(
-            {
-                "from_s": index * AGE_WINDOW_S,
-                "at_ms": windows[index].start_ms,
-                "records": len(values),
-                "age_p50_ms": percentile(values, 50),
-                "age_p99_ms": percentile(values, 99),
-                "age_max_ms": values[-1],
-            }
-        )
+        window = {
+            "from_s": index * AGE_WINDOW_S,
+            "at_ms": windows[index].start_ms,
+            "records": len(values),
+            "age_p50_ms": percentile(values, 50),
+            "age_p99_ms": percentile(values, 99),
+            "age_max_ms": values[-1],
+        }
+        stalled = stalled_s(windows[index], disturbed)
+        if stalled:
+            window["stalled_s"] = stalled
+        out.append(window)
     return out
+
+
+def stalled_s(window: Slot, disturbed: dict | None) -> float:
+    """Seconds of the machine's stalls that fall inside `window`."""
+    overlap = 0.0
+    for stall in (disturbed or {}).get("stalls", ()):
+        began_ms = stall["began"] * 1000
+        ended_ms = began_ms + stall["seconds"] * 1000
+        overlap += max(0.0, min(ended_ms, window.end_ms) - max(began_ms, window.start_ms))
+    return round(overlap / 1000, 1)
 
 
 def _between_turns(result: dict) -> str:
@@ -221,6 +236,7 @@ def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict
             interval=0,
         )
         other_cores = run.load.cores_since(began)
+        disturbed = run.load.disturbance_since(began)
         checkpoint_halt.set()
         observed = _reported(checkpoints, prober, "the checkpoint probe", 60)
     finally:
@@ -238,7 +254,7 @@ def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict
         watch.close()
     if not ages_by_window:
         raise BenchmarkError(f"no record of the measured window reached {run.remote}")
-    by_window = age_windows(ages_by_window, windows)
+    by_window = age_windows(ages_by_window, windows, disturbed)
     ages = sorted(age for window in ages_by_window.values() for age in window)
     result = {
         "throughput_rps": round(in_window / s.latency_seconds, 1),
@@ -266,7 +282,7 @@ def measure_steady(run: Run, turns: Turns | None = None, index: int = 0) -> dict
             if turns.runs > 1
             else None
         ),
-        **common_numbers(proc, stopped, other_cores),
+        **common_numbers(proc, stopped, other_cores, disturbed),
         "client_settings": run.client_settings(),
     }
     say(

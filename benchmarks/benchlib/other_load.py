@@ -27,6 +27,14 @@ def _machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def _other_cores(before: tuple[float, float, float], after: tuple[float, float, float]) -> float:
+    """Cores other processes kept busy between two (monotonic time, machine busy s,
+    own CPU s) readings."""
+    elapsed = after[0] - before[0]
+    other = (after[1] - before[1]) - (after[2] - before[2])
+    return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
+
+
 class Mark(NamedTuple):
     """Where a phase began, for `OtherLoad.cores_since` and `disturbance_since`."""
 
@@ -50,20 +58,16 @@ class OtherLoad:
         self._stalls = stalls.StallWatch().start()
 
     def mark(self) -> Mark:
+        """Where a phase begins: the CPU counters, the stalls so far and the kernel's
+        virtual machine forks (its log is read here, once per phase)."""
+        return Mark(*self._cpu_now(), self._stalls.count(), stalls.vm_forks())
+
+    def _cpu_now(self) -> tuple[float, float, float]:
         self._own.sample()
-        return Mark(
-            time.monotonic(),
-            _machine_busy_seconds(),
-            self._own.cpu_seconds(),
-            self._stalls.count(),
-            stalls.vm_forks(),
-        )
+        return time.monotonic(), _machine_busy_seconds(), self._own.cpu_seconds()
 
     def cores_since(self, mark: Mark) -> float:
-        now = self.mark()
-        elapsed = now.at - mark.at
-        other = (now.machine_busy_s - mark.machine_busy_s) - (now.own_cpu_s - mark.own_cpu_s)
-        return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
+        return _other_cores((mark.at, mark.machine_busy_s, mark.own_cpu_s), self._cpu_now())
 
     def disturbance_since(self, mark: Mark) -> dict | None:
         """The machine's stalls and virtual machine forks since `mark` (see `stalls`), or
@@ -87,9 +91,9 @@ class OtherLoad:
         deadline = time.monotonic() + timeout
         told = False
         while True:
-            mark = self.mark()
+            before = self._cpu_now()
             time.sleep(window)  # the measuring window itself
-            cores = self.cores_since(mark)
+            cores = _other_cores(before, self._cpu_now())
             if cores <= QUIET_CORES or time.monotonic() >= deadline:
                 if cores > QUIET_CORES:
                     say(f"warning: other processes keep {cores} cores busy; results will suffer")

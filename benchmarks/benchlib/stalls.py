@@ -89,11 +89,11 @@ class StallWatch:
         self._thread.join(1)
 
 
-def disturbance(stalls: list[Stall], forks: int | None) -> dict | None:
+def disturbance(stalls: list[Stall], forks: int) -> dict | None:
     """What a phase reports: None when the machine ran throughout, as far as it shows."""
     if not stalls and not forks:
         return None
-    return {"stalls": [asdict(s) for s in stalls], "vm_forks": forks or 0}
+    return {"stalls": [asdict(s) for s in stalls], "vm_forks": forks}
 
 
 def disturbance_text(disturbed: dict) -> str:

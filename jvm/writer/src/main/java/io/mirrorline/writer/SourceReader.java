@@ -1,7 +1,7 @@
 package io.mirrorline.writer;
 
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -78,25 +78,40 @@ final class SourceReader {
     @Override
     public boolean hasNext() {
       while (next == null) {
-        if (range == null) {
-          if (!pending.hasNext()) {
-            return false;
-          }
-          SourceRange planned = pending.next();
-          Key key = new Key(flow, settings, new TopicPartition(planned.topic, planned.partition));
-          Cursor idle = IDLE.remove(key);
-          cursor = idle != null ? idle : new Cursor(key);
-          range = cursor.resolve(planned);
-          cursor.startAt(range.from);
+        if (range == null && !openNextRange()) {
+          return false;
         }
         next = cursor.next(range);
         if (next == null) {
-          giveBack(cursor);
-          cursor = null;
-          range = null;
+          finishRange();
         }
       }
       return true;
+    }
+
+    /**
+     * Start on the next pending range, or say there is none. Its own method, not part
+     * of {@link #hasNext}: what happens once a range (the first batch makes consumers,
+     * later ones find them kept) then never throws away the compiled per-record code,
+     * which HotSpot did at the second batch when this was inlined there.
+     */
+    private boolean openNextRange() {
+      if (!pending.hasNext()) {
+        return false;
+      }
+      SourceRange planned = pending.next();
+      Key key = new Key(flow, settings, new TopicPartition(planned.topic, planned.partition));
+      Cursor idle = IDLE.remove(key);
+      cursor = idle != null ? idle : new Cursor(key);
+      range = cursor.resolve(planned);
+      cursor.startAt(range.from);
+      return true;
+    }
+
+    private void finishRange() {
+      giveBack(cursor);
+      cursor = null;
+      range = null;
     }
 
     @Override
@@ -155,15 +170,21 @@ final class SourceReader {
   /**
    * A consumer assigned to one partition, and the records it fetched but did not hand out.
    *
-   * <p>The records of the last poll are handed out from the poll's own list, not
+   * <p>The records of the last poll are handed out from one array of them, not
    * copied one by one into a collection the cursor keeps (which made every record
    * reachable from an old object, a cost at each young collection). At a range's end
-   * the cursor keeps only the records it did not hand out ({@link #endRange}).
+   * the cursor keeps only the records it did not hand out ({@link #endRange}). An
+   * array, not the poll's list: the poll, an empty poll and the rest kept at a range's
+   * end gave lists of three classes, and each new one made HotSpot throw away the
+   * compiled per-record code at a range's end and compile it again.
    */
   private static final class Cursor {
+    @SuppressWarnings("unchecked")
+    private static final ConsumerRecord<byte[], byte[]>[] NONE =
+        (ConsumerRecord<byte[], byte[]>[]) new ConsumerRecord<?, ?>[0];
     final Key key;
     final KafkaConsumer<byte[], byte[]> consumer;
-    List<ConsumerRecord<byte[], byte[]>> fetched = List.of();
+    ConsumerRecord<byte[], byte[]>[] fetched = NONE;
     int unread; // the index in fetched of the first record not handed out
     // Where reading goes on: every offset before it was handed out or held no record.
     long position = -1;
@@ -207,7 +228,7 @@ final class SourceReader {
 
     void startAt(long from) {
       if (from != position) {
-        fetched = List.of();
+        fetched = NONE;
         unread = 0;
         consumer.seek(key.partition(), from);
         position = from;
@@ -220,8 +241,8 @@ final class SourceReader {
       boolean waiting = false;
       long deadline = 0;
       while (true) {
-        if (unread < fetched.size()) {
-          ConsumerRecord<byte[], byte[]> head = fetched.get(unread);
+        if (unread < fetched.length) {
+          ConsumerRecord<byte[], byte[]> head = fetched[unread];
           if (head.offset() < position) {
             unread++; // before where reading goes on: handed out or skipped already
             continue;
@@ -252,15 +273,15 @@ final class SourceReader {
 
     /** Let go of the records handed out: the cursor may wait long for its next range. */
     private void endRange() {
-      fetched = unread == fetched.size()
-          ? List.of()
-          : new ArrayList<>(fetched.subList(unread, fetched.size()));
+      fetched = unread == fetched.length
+          ? NONE
+          : Arrays.copyOfRange(fetched, unread, fetched.length);
       unread = 0;
     }
 
     private void fetch() {
       try {
-        fetched = consumer.poll(POLL).records(key.partition());
+        fetched = consumer.poll(POLL).records(key.partition()).toArray(NONE);
         unread = 0;
       } catch (OffsetOutOfRangeException e) {
         long earliest = consumer.beginningOffsets(Collections.singletonList(key.partition()))
@@ -269,7 +290,7 @@ final class SourceReader {
         position = Math.max(earliest, position);
         return;
       }
-      if (fetched.isEmpty()) {
+      if (fetched.length == 0) {
         // Offsets without records (transaction markers, aborted or compacted records).
         position = Math.max(position, consumer.position(key.partition()));
       }

@@ -39,8 +39,9 @@ import org.slf4j.LoggerFactory;
  * packages from C2 only, and the JDK's own code that links lambdas, method handles
  * and reflective calls and writes the classes behind them ({@code java.lang.invoke},
  * the JDK's internal ASM and reflection): it runs as call sites are first reached,
- * in Spark's planning and task set-up, never once a record, yet it reached C2 while
- * records flowed (a fifth of C2's time in a million 100-byte records' transfer). HotSpot then compiles their hot methods with C1 at full
+ * in start-up, planning and task set-up, never once a record, yet it reached C2
+ * while records flowed (a quarter of C2's time in a million 100-byte records'
+ * transfer). HotSpot then compiles their hot methods with C1 at full
  * speed instead (tier 1, no profiling), which costs a fraction of C2's work; a C2
  * compilation of a per-record method still inlines whatever it calls. The
  * directives are added when the executor starts ({@link ExecutorPlugin#init}, in

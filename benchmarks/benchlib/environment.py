@@ -50,16 +50,20 @@ def meminfo_bytes(field: str) -> int:
     return 0
 
 
+# The engine's code: the Python package and the JVM writer built from jvm/.
+ENGINE_DIRS = ("src", "jvm")
+
+
 def _git_commit() -> str:
-    """The commit that last changed the engine (src/), which is what is measured."""
+    """The commit that last changed the engine (`ENGINE_DIRS`), which is what is measured."""
 
     def git(*args: str) -> str:
         out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
         return out.stdout.strip()
 
-    commit = git("log", "-1", "--format=%h", "--", "src") or "unknown"
-    dirty = git("status", "--porcelain", "--", "src")
-    return commit + ("+uncommitted changes in src" if dirty else "")
+    commit = git("log", "-1", "--format=%h", "--", *ENGINE_DIRS) or "unknown"
+    dirty = git("status", "--porcelain", "--", *ENGINE_DIRS)
+    return commit + ("+uncommitted changes in src or jvm" if dirty else "")
 
 
 def environment() -> dict:
@@ -98,5 +102,5 @@ def environment_text(env: dict) -> str:
         f"{versions['kafka_broker']} (brokers and MirrorMaker 2 {versions['mirrormaker2']}), "
         f"Spark {versions['spark']}, Python {versions['python']}, {versions['java']}, "
         f"confluent-kafka {versions['confluent_kafka']} (librdkafka {versions['librdkafka']}), "
-        f"Mirrorline engine (src/) at commit {versions['mirrorline_commit']}."
+        f"Mirrorline engine (src/ and jvm/) at commit {versions['mirrorline_commit']}."
     )

@@ -192,8 +192,8 @@ def measure(
     transfer = max(done - first, POLL_S)
     # Everything the machine did while records moved (brokers and driver included): a
     # value near the core count means more executor cores had no CPU left to use.
-    busy = (done_mark.machine_busy_s - first_mark.machine_busy_s) / max(
-        done_mark.at - first_mark.at, POLL_S
+    busy = (done_mark.cpu.machine_busy_s - first_mark.cpu.machine_busy_s) / max(
+        done_mark.cpu.at - first_mark.cpu.at, POLL_S
     )
     in_transfer = {
         kind: round(seconds - executors_at_first.get(kind, 0.0), 1)

@@ -63,7 +63,7 @@ def _git_commit() -> str:
 
     commit = git("log", "-1", "--format=%h", "--", *ENGINE_DIRS) or "unknown"
     dirty = git("status", "--porcelain", "--", *ENGINE_DIRS)
-    return commit + ("+uncommitted changes in src or jvm" if dirty else "")
+    return commit + (f"+uncommitted changes in {' or '.join(ENGINE_DIRS)}" if dirty else "")
 
 
 def environment() -> dict:
@@ -102,5 +102,6 @@ def environment_text(env: dict) -> str:
         f"{versions['kafka_broker']} (brokers and MirrorMaker 2 {versions['mirrormaker2']}), "
         f"Spark {versions['spark']}, Python {versions['python']}, {versions['java']}, "
         f"confluent-kafka {versions['confluent_kafka']} (librdkafka {versions['librdkafka']}), "
-        f"Mirrorline engine (src/ and jvm/) at commit {versions['mirrorline_commit']}."
+        f"Mirrorline engine ({' and '.join(d + '/' for d in ENGINE_DIRS)}) at commit "
+        f"{versions['mirrorline_commit']}."
     )

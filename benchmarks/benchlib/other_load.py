@@ -27,20 +27,25 @@ def _machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def _other_cores(before: tuple[float, float, float], after: tuple[float, float, float]) -> float:
-    """Cores other processes kept busy between two (monotonic time, machine busy s,
-    own CPU s) readings."""
-    elapsed = after[0] - before[0]
-    other = (after[1] - before[1]) - (after[2] - before[2])
+class CpuReading(NamedTuple):
+    """The machine's and the benchmark's CPU counters at one moment."""
+
+    at: float  # time.monotonic()
+    machine_busy_s: float
+    own_cpu_s: float
+
+
+def _other_cores(before: CpuReading, after: CpuReading) -> float:
+    """Cores other processes kept busy between two readings."""
+    elapsed = after.at - before.at
+    other = (after.machine_busy_s - before.machine_busy_s) - (after.own_cpu_s - before.own_cpu_s)
     return round(max(0.0, other) / elapsed, 2) if elapsed > 0 else 0.0
 
 
 class Mark(NamedTuple):
     """Where a phase began, for `OtherLoad.cores_since` and `disturbance_since`."""
 
-    at: float  # time.monotonic()
-    machine_busy_s: float
-    own_cpu_s: float
+    cpu: CpuReading
     stalls: int
     vm_forks: int | None
 
@@ -60,14 +65,14 @@ class OtherLoad:
     def mark(self) -> Mark:
         """Where a phase begins: the CPU counters, the stalls so far and the kernel's
         virtual machine forks (its log is read here, once per phase)."""
-        return Mark(*self._cpu_now(), self._stalls.count(), stalls.vm_forks())
+        return Mark(self._cpu_now(), self._stalls.count(), stalls.vm_forks())
 
-    def _cpu_now(self) -> tuple[float, float, float]:
+    def _cpu_now(self) -> CpuReading:
         self._own.sample()
-        return time.monotonic(), _machine_busy_seconds(), self._own.cpu_seconds()
+        return CpuReading(time.monotonic(), _machine_busy_seconds(), self._own.cpu_seconds())
 
     def cores_since(self, mark: Mark) -> float:
-        return _other_cores((mark.at, mark.machine_busy_s, mark.own_cpu_s), self._cpu_now())
+        return _other_cores(mark.cpu, self._cpu_now())
 
     def disturbance_since(self, mark: Mark) -> dict | None:
         """The machine's stalls and virtual machine forks since `mark` (see `stalls`), or

@@ -36,12 +36,7 @@ import org.slf4j.LoggerFactory;
  * every JVM that runs tasks compiles alike.
  *
  * <p>How: {@code compiler-directives.json} (beside this class) excludes those other
- * packages from C2 only, and the JDK's own code that links lambdas, method handles
- * and reflective calls and writes the classes behind them ({@code java.lang.invoke},
- * the JDK's internal ASM and reflection): it runs as call sites are first reached,
- * in start-up, planning and task set-up, never once a record, yet it reached C2
- * while records flowed (a quarter of C2's time in a million 100-byte records'
- * transfer). HotSpot then compiles their hot methods with C1 at full
+ * packages from C2 only. HotSpot then compiles their hot methods with C1 at full
  * speed instead (tier 1, no profiling), which costs a fraction of C2's work; a C2
  * compilation of a per-record method still inlines whatever it calls. The
  * directives are added when the executor starts ({@link ExecutorPlugin#init}, in
@@ -49,6 +44,12 @@ import org.slf4j.LoggerFactory;
  * {@code Compiler.directives_add}: a JVM option would need the file on every
  * executor host before the JVM starts, and executors are plain Spark JVMs. A JVM
  * that cannot take them (no such command) logs a warning and compiles as before.
+ *
+ * <p>The same file keeps from C2 the JDK's own code that links lambdas, method
+ * handles and reflective calls and writes the classes behind them ({@code
+ * java.lang.invoke}, the JDK's internal ASM and reflection): it runs as call sites
+ * are first reached, in start-up, planning and task set-up, never once a record,
+ * yet it took a quarter of C2's time while a million 100-byte records flowed.
  */
 public final class CompilerDirectives implements SparkPlugin {
   static final String RESOURCE = "compiler-directives.json";

@@ -7,8 +7,11 @@ installed PySpark (`tests/support/spark_standalone.py`), `mirrorline driver
 --master spark://...` replicates a pre-loaded topic from `east` to `west`, and the
 rate is taken from the first record on the target to the last (target end offsets
 polled every 0.1 s), as in `replication_benchmark.py`. Every layout gets its own
-source topic with the same records. CPU seconds of the driver's process tree and
-of the workers' trees (the workers and their executors) are sampled from /proc.
+source topic with the same records, loaded right before it and deleted after it.
+With `--repeats`, every other pass runs the layouts in reverse order, and each
+layout is compared with the first layout of its own pass. CPU seconds of the
+driver's process tree and of the workers' trees (the workers and their executors)
+are sampled from /proc.
 
 On a 2-core machine uncapped executors saturate both cores; `--cpu-cap 0.4`
 caps each worker and its executors at 0.4 cores (`benchlib/cpu_cap.py`), so
@@ -54,6 +57,7 @@ from benchlib.kafka_data import (  # noqa: E402
     OffsetWatcher,
     clusters_running,
     create_topic,
+    delete_topics,
     preload,
     random_values,
 )
@@ -291,6 +295,60 @@ def executors_cpu_now(samplers: list[TreeSampler]) -> dict[str, float]:
     return total
 
 
+def passes(layouts: list[tuple[int, int]], repeats: int) -> list[tuple[int, tuple[int, int]]]:
+    """The layouts in turn, `repeats` times, every other pass in reverse: no layout is
+    always the first after the clusters start, or the last of a long run."""
+    return [
+        (repeat, layout)
+        for repeat in range(repeats)
+        for layout in (layouts if repeat % 2 == 0 else layouts[::-1])
+    ]
+
+
+def measure_fresh(
+    index: int, repeat: int, layout: tuple[int, int], clusters, work: Path, args
+) -> dict:
+    """One layout on a topic of its own, loaded right before it and deleted after it
+    (with its copy on the target): every layout starts from the same brokers' state,
+    and long runs do not fill the disk."""
+    topic = f"scale-{layout[0]}x{layout[1]}-{index}"
+    source = clusters[0].bootstrap_servers
+    create_topic(source, topic, args.partitions)
+    # With a warm-up, the measured records come after it (`warm_up`).
+    first_load = args.warm_up_records or args.records
+    say(f"pre-loading {first_load:,} records into {topic}")
+    load(clusters, [topic], first_load, args)
+    try:
+        return {"pass": repeat + 1, **measure(layout, topic, clusters, work, args)}
+    finally:
+        delete_topics(source, [topic])
+        delete_topics(clusters[1].bootstrap_servers, [f"{SOURCE}.{topic}"])
+
+
+def print_table(results: list[dict], base_layout: tuple[int, int]) -> None:
+    """The results as a Markdown table, each against the first layout of its own pass."""
+    base_name = f"{base_layout[0]}x{base_layout[1]}"
+    bases = {r["pass"]: r for r in results if r["layout"] == base_name}
+    print(
+        "| pass | layout | executor cores | records/s | vs first | second half records/s "
+        "| vs first | transfer s | startup s | CPU s driver | CPU s workers "
+        "| of it in transfer | machine busy in transfer (cores) | other load (cores) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        base = bases[r["pass"]]
+        half = r["records_per_s_second_half"]
+        print(
+            f"| {r['pass']} | {r['layout']} | {r['executor_cores']} | "
+            f"{r['records_per_s']:,.0f} | {r['records_per_s'] / base['records_per_s']:.2f}x | "
+            f"{half:,.0f} | {half / base['records_per_s_second_half']:.2f}x | "
+            f"{r['transfer_s']} | {r['startup_s']} | "
+            f"{r['cpu_s_driver']} | {r['cpu_s_workers_and_executors']} | "
+            f"{r['cpu_s_executors_in_transfer']} | "
+            f"{r['machine_busy_cores_in_transfer']} | {r['other_cpu_cores']} |"
+        )
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     command = recorded_command("standalone_scaling.py", argv)
@@ -300,17 +358,8 @@ def main(argv: list[str]) -> int:
     results = []
     try:
         with clusters_running(work / "clusters") as clusters:
-            # In turn, so that a change in the machine's load touches every layout alike.
-            runs = [(r, layout) for r in range(args.repeats) for layout in args.layouts]
-            topics = [f"scale-{w}x{c}-{r}" for r, (w, c) in runs]
-            for topic in topics:
-                create_topic(clusters[0].bootstrap_servers, topic, args.partitions)
-            # With a warm-up, the measured records come after it (`warm_up`).
-            first_load = args.warm_up_records or args.records
-            say(f"pre-loading {first_load:,} records into {', '.join(topics)}")
-            load(clusters, topics, first_load, args)
-            for (_, layout), topic in zip(runs, topics, strict=True):
-                results.append(measure(layout, topic, clusters, work, args))
+            for index, (repeat, layout) in enumerate(passes(args.layouts, args.repeats)):
+                results.append(measure_fresh(index, repeat, layout, clusters, work, args))
         failed = False
     except (BenchmarkError, CpuCapError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -320,8 +369,6 @@ def main(argv: list[str]) -> int:
             say(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    base = results[0]["records_per_s"]
-    base_half = results[0]["records_per_s_second_half"]
     capped = f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
     if args.max_poll_records is not None:
         capped += f", max.poll.records {args.max_poll_records}"
@@ -330,22 +377,7 @@ def main(argv: list[str]) -> int:
     print(
         f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions{capped}"
     )
-    print(
-        "| layout | executor cores | records/s | vs first | second half records/s | vs first "
-        "| transfer s | startup s | CPU s driver | CPU s workers | of it in transfer "
-        "| machine busy in transfer (cores) | other load (cores) |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in results:
-        half = r["records_per_s_second_half"]
-        print(
-            f"| {r['layout']} | {r['executor_cores']} | {r['records_per_s']:,.0f} | "
-            f"{r['records_per_s'] / base:.2f}x | {half:,.0f} | {half / base_half:.2f}x | "
-            f"{r['transfer_s']} | {r['startup_s']} | "
-            f"{r['cpu_s_driver']} | {r['cpu_s_workers_and_executors']} | "
-            f"{r['cpu_s_executors_in_transfer']} | "
-            f"{r['machine_busy_cores_in_transfer']} | {r['other_cpu_cores']} |"
-        )
+    print_table(results, args.layouts[0])
     if not args.no_save:
         now = dt.datetime.now()
         path = BENCH_DIR / "results" / f"standalone-scaling-{now:%Y-%m-%d-%H%M}.json"

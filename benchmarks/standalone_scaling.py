@@ -306,7 +306,12 @@ def passes(layouts: list[tuple[int, int]], repeats: int) -> list[tuple[int, tupl
 
 
 def measure_fresh(
-    index: int, repeat: int, layout: tuple[int, int], clusters, work: Path, args
+    index: int,
+    repeat: int,
+    layout: tuple[int, int],
+    clusters,
+    work: Path,
+    args: argparse.Namespace,
 ) -> dict:
     """One layout on a topic of its own, loaded right before it and deleted after it
     (with its copy on the target): every layout starts from the same brokers' state,

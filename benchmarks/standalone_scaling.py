@@ -75,6 +75,16 @@ def parse_layout(text: str) -> tuple[int, int]:
     return int(workers), int(cores)
 
 
+def layout_name(layout: tuple[int, int]) -> str:
+    """`WORKERSxCORES`, as `--layouts` takes it."""
+    return f"{layout[0]}x{layout[1]}"
+
+
+def remote_topic(topic: str) -> str:
+    """The copy of a source topic on the target."""
+    return f"{SOURCE}.{topic}"
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -130,13 +140,13 @@ def measure(
     layout: tuple[int, int], topic: str, clusters, work: Path, args: argparse.Namespace
 ) -> dict:
     workers, cores = layout
-    name = f"{workers}x{cores}"
+    name = layout_name(layout)
     say(f"layout {name}: {workers} worker(s) of {cores} core(s)")
     cluster = StandaloneCluster(
         work / f"spark-{name}", workers=workers, cores=cores, memory=args.worker_memory
     )
     target = OffsetWatcher(clusters[1].bootstrap_servers)
-    remote = f"{SOURCE}.{topic}"
+    remote = remote_topic(topic)
     load = OtherLoad()
     with cluster, ExitStack() as caps:
         workers_pids = [p for d, p in cluster.daemon_pids().items() if d.startswith("worker")]
@@ -306,17 +316,12 @@ def passes(layouts: list[tuple[int, int]], repeats: int) -> list[tuple[int, tupl
 
 
 def measure_fresh(
-    index: int,
-    repeat: int,
-    layout: tuple[int, int],
-    clusters,
-    work: Path,
-    args: argparse.Namespace,
+    repeat: int, layout: tuple[int, int], clusters, work: Path, args: argparse.Namespace
 ) -> dict:
     """One layout on a topic of its own, loaded right before it and deleted after it
     (with its copy on the target): every layout starts from the same brokers' state,
     and long runs do not fill the disk."""
-    topic = f"scale-{layout[0]}x{layout[1]}-{index}"
+    topic = f"scale-{layout_name(layout)}-{repeat}"
     source = clusters[0].bootstrap_servers
     create_topic(source, topic, args.partitions)
     # With a warm-up, the measured records come after it (`warm_up`).
@@ -327,13 +332,12 @@ def measure_fresh(
         return {"pass": repeat + 1, **measure(layout, topic, clusters, work, args)}
     finally:
         delete_topics(source, [topic])
-        delete_topics(clusters[1].bootstrap_servers, [f"{SOURCE}.{topic}"])
+        delete_topics(clusters[1].bootstrap_servers, [remote_topic(topic)])
 
 
 def print_table(results: list[dict], base_layout: tuple[int, int]) -> None:
     """The results as a Markdown table, each against the first layout of its own pass."""
-    base_name = f"{base_layout[0]}x{base_layout[1]}"
-    bases = {r["pass"]: r for r in results if r["layout"] == base_name}
+    bases = {r["pass"]: r for r in results if r["layout"] == layout_name(base_layout)}
     print(
         "| pass | layout | executor cores | records/s | vs first | second half records/s "
         "| vs first | transfer s | startup s | CPU s driver | CPU s workers "
@@ -363,8 +367,8 @@ def main(argv: list[str]) -> int:
     results = []
     try:
         with clusters_running(work / "clusters") as clusters:
-            for index, (repeat, layout) in enumerate(passes(args.layouts, args.repeats)):
-                results.append(measure_fresh(index, repeat, layout, clusters, work, args))
+            for repeat, layout in passes(args.layouts, args.repeats):
+                results.append(measure_fresh(repeat, layout, clusters, work, args))
         failed = False
     except (BenchmarkError, CpuCapError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -106,9 +106,13 @@ def wait_in_sync(
 def leader_of(config: Mapping[str, str], topic: str, partition: int, timeout: float = 10.0) -> int:
     """The node id leading `topic` partition `partition`; -1 while it has no leader.
 
-    Raises LookupError if the topic or partition does not exist.
+    Raises LookupError if the topic or partition does not exist, or while the cluster
+    gives no metadata (every node it asked is down or electing).
     """
-    metadata = admin_client(config).list_topics(topic, timeout=timeout).topics.get(topic)
+    try:
+        metadata = admin_client(config).list_topics(topic, timeout=timeout).topics.get(topic)
+    except KafkaException as exc:
+        raise LookupError(f"no metadata for topic {topic!r}: {exc.args[0].str()}") from None
     if metadata is None or metadata.error is not None:
         reason = metadata.error.str() if metadata is not None and metadata.error else "unknown"
         raise LookupError(f"topic {topic!r}: {reason}")

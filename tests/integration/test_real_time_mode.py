@@ -87,7 +87,8 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
         wait_until(
             lambda: driver.check() or copies() >= count,
             timeout=180,
-            what=f"{count:,} records in west/{remote} (driver log: {driver.log_path})",
+            what=f"{count:,} records in west/{remote}",
+            detail=driver.log_tail,
         )
 
     def syncs_of(records: list[Record]):
@@ -105,14 +106,20 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
         last_offsets = {
             p: max(r.offset for r in first if r.partition == p) for p in range(PARTITIONS)
         }
+
+        def found_last() -> set[tuple[int, int]]:
+            wanted = set(last_offsets.items())
+            return {(s.partition, s.upstream_offset) for s in syncs_of(first)} & wanted
+
         wait_until(
-            lambda: (
-                driver.check()
-                or {(s.partition, s.upstream_offset) for s in syncs_of(first)}
-                >= set(last_offsets.items())
-            ),
+            lambda: driver.check() or found_last() == set(last_offsets.items()),
             timeout=60,
             what="offset syncs for the last record of every partition",
+            detail=lambda: (
+                f"syncs of the last records: {sorted(found_last())}, "
+                f"wanted {sorted(last_offsets.items())}; end of {driver.log_path}:\n"
+                + driver.log_tail(80)
+            ),
         )
         checkpoints = wait_until(
             lambda: (
@@ -125,6 +132,7 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
             ),
             timeout=60,
             what=f"checkpoints of {group} for every partition",
+            detail=driver.log_tail,
         )
         assert driver.stop(), f"the driver did not stop cleanly:\n{driver.log_tail()}"
 

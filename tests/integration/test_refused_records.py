@@ -26,7 +26,19 @@ from support.kafka_io import (
 from support.wait import wait_until
 
 
-def test_oversized_record_stops_the_flow_with_a_precise_status(two_clusters, spark, tmp_path):
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "",
+        # The refused record is the last: its real-time task has nothing more to send,
+        # and must not wait for its (default: 30-minute) batch to end to say so.
+        "data.path.mode = real-time\n",
+    ],
+    ids=["micro_batch", "real_time"],
+)
+def test_oversized_record_stops_the_flow_with_a_precise_status(
+    two_clusters, spark, tmp_path, extra
+):
     east, west = two_clusters
     topic = unique_name("big")
     remote = f"east.{topic}"
@@ -36,7 +48,7 @@ def test_oversized_record_stops_the_flow_with_a_precise_status(two_clusters, spa
         [east, west],
         f"east->west.enabled = true\neast->west.topics = {topic}\n"
         # The target's own limit must stay: do not copy max.message.bytes.
-        "config.properties.exclude = max\\\\.message\\\\.bytes\n",
+        "config.properties.exclude = max\\\\.message\\\\.bytes\n" + extra,
     )
     produce(east.bootstrap_servers, topic, [Record(b"small", b"x" * 100)] * 3)
     with running_driver(config, spark, tmp_path / "w") as driver:

@@ -15,8 +15,10 @@ def wait_until(
     timeout: float,
     what: str,
     interval: float = 0.1,
+    detail: Callable[[], str] | None = None,
 ) -> T:
-    """Poll `condition` until it returns something truthy; fail naming `what` at the deadline."""
+    """Poll `condition` until it returns something truthy; fail naming `what` at the deadline,
+    followed by what `detail` says then (a process's output, say)."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -24,8 +26,9 @@ def wait_until(
         if last:
             return last
         if time.monotonic() > deadline:
+            said = f"\n{detail()}" if detail is not None else ""
             raise AssertionError(
-                f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})"
+                f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r}){said}"
             )
         time.sleep(interval)
 

@@ -27,6 +27,7 @@ class _Reports:
         final: bool = True,
         attempt: int = 0,
         filtered: int = 0,
+        failed: str | None = None,
     ) -> None:
         """A report of the task: it settled `offsets` (written at offset + 100) since
         `first_seen` (the first of them by default)."""
@@ -64,16 +65,17 @@ class _Reports:
                     "runs": [[first, first + 100, len(offsets)]] if offsets else [],
                 }
             )
-        self.queued.append(
-            {
-                "batch": batch,
-                "task": task,
-                "attempt": attempt,
-                "seq": seq,
-                "final": final,
-                "logs": logs,
-            }
-        )
+        row = {
+            "batch": batch,
+            "task": task,
+            "attempt": attempt,
+            "seq": seq,
+            "final": final,
+            "logs": logs,
+        }
+        if failed is not None:
+            row["failed"] = failed
+        self.queued.append(row)
 
     def takeResults(self) -> str:  # noqa: N802 - the JVM method's name
         rows, self.queued = self.queued, []
@@ -159,6 +161,19 @@ def test_nothing_more_is_submitted_once_the_committer_refuses() -> None:
     reports.task(2, 0, [2])
     results.collect()  # a batch 2 without batch 1 would leave a hole in the progress
     assert [batch for batch, _ in submitted] == [0]
+
+
+def test_a_task_that_reports_its_failure_fails_the_query_and_keeps_what_it_settled() -> None:
+    reports = _Reports()
+    results, submitted = _collector(reports, tasks=2)
+    reports.task(0, 0, [0, 1], seq=1, final=False)
+    results.collect()
+    assert results.failure() is None
+    reports.task(0, 1, [], seq=1, final=False, failed="the copy of orders[1] offset 7 failed")
+    reports.task(0, 0, [0, 1, 2], seq=2, final=False)
+    results.collect()
+    assert results.failure() == "the copy of orders[1] offset 7 failed"
+    assert [(r.partition, r.next_offset) for _, rs in submitted for r in rs] == [(0, 2), (0, 3)]
 
 
 def test_stopping_closes_the_sink() -> None:

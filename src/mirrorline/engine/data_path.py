@@ -267,7 +267,11 @@ class DataPath:
     def failure(self) -> str | None:
         """Why the query ended, when it did on its own; None while it runs (or never ran)."""
         query = self._query
-        if query is None or query.isActive:
+        if query is None:
+            return None
+        if self._results is not None and (failed := self._results.failure()) is not None:
+            return summarise(failed)
+        if query.isActive:
             return None
         error = query.exception()
         return summarise(str(error)) if error is not None else "the query stopped"

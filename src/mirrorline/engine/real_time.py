@@ -15,7 +15,9 @@ exact offset mapping of those records as runs, and its counters. Reports are
 cumulative over the task: the executor's heartbeat carries the latest one to
 the driver while the task runs, and Spark hands over the final one when the
 task ends (`RealTimeSink.takeResults`). A report may come twice or late; its
-sequence number tells, and a lost one is made good by the next.
+sequence number tells, and a lost one is made good by the next. A task whose
+copies failed reports that instead, and the flow stops the query at once
+(`failure`) rather than when the task's next record comes.
 
 `RealTimeResults` turns the reports into what is new since the last one it
 handed over, and gives that to the flow's `BatchCommitter` within `POLL_S` of
@@ -171,6 +173,7 @@ class RealTimeResults:
         self._batches: dict[int, dict[int, _Task]] = {}
         self._ended_below = 0  # every batch below has ended and was handed over
         self._refused = False
+        self._failure: str | None = None
         self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="real-time results", daemon=True)
@@ -186,6 +189,11 @@ class RealTimeResults:
             self._sink.close()  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - stopping must not fail the driver
             log.warning("%s: closing the real-time sink: %s", self._name, exc)
+
+    def failure(self) -> str | None:
+        """Why a task stopped copying, once its report said so: the query must stop
+        (the task itself fails only with its next record or its batch's end)."""
+        return self._failure
 
     def _run(self) -> None:
         while True:
@@ -203,6 +211,8 @@ class RealTimeResults:
         if self._refused:
             return  # taken all the same, so that they do not pile up in the driver
         for row in rows:
+            if row.get("failed") and self._failure is None:
+                self._failure = str(row["failed"])
             batch_id = int(row["batch"])
             if batch_id < self._ended_below:
                 continue  # a late heartbeat of a task that has ended

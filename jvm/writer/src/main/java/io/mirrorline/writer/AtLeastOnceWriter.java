@@ -205,11 +205,14 @@ final class AtLeastOnceWriter {
    * {@link PartitionLog#report}): a real-time task's report while it runs. The
    * records refused so far are counted and sent to the dead-letter topic first; a
    * partition's report stops short of the first of them the dead-letter topic has
-   * not acknowledged yet. Null once a failure stopped the task: its end says more.
+   * not acknowledged yet. Throws {@link DeliveryFailed} once a failure stopped the
+   * task, so that a task with no record left to send does not wait for its batch's
+   * end to say so.
    */
   List<Map<String, Object>> report(long nowMs) {
-    if (stoppedBy != null) {
-      return null;
+    Copies.Failure stop = stoppedBy;
+    if (stop != null) {
+      throw failure(stop);
     }
     takeFailures();
     dispatchRefused();

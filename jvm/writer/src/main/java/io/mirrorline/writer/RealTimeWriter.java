@@ -35,6 +35,10 @@ import org.apache.spark.sql.Row;
  * about a heartbeat of the records' acknowledgement, however long the batch.
  * Reports are cumulative: a lost or late one is made good by the next.
  *
+ * <p>A task whose copies failed stops reporting progress: its report says why
+ * instead ({@code failed}), and the driver stops the query at once, since the task
+ * itself fails only when its next record comes or its batch ends.
+ *
  * <p>Closing waits for the task's own delivery reports, handles refusals as the
  * micro-batch writer does ({@link AtLeastOnceWriter}), and puts the final report,
  * marked so, which Spark merges into the driver's copy when the task succeeds. A
@@ -63,6 +67,7 @@ final class RealTimeWriter extends ForeachWriter<Row> {
   private transient long task;
   private transient int attempt;
   private transient long reports;
+  private transient String failure; // why the task stopped, once a report found it had
 
   RealTimeWriter(WriteSpec spec, SourceRecord.Columns columns, BatchResults results,
       long reportMs) {
@@ -75,6 +80,7 @@ final class RealTimeWriter extends ForeachWriter<Row> {
   @Override
   public boolean open(long partitionId, long epochId) {
     lock = new ReentrantLock();
+    failure = null;
     batch = epochId;
     task = partitionId;
     TaskContext context = TaskContext.get();
@@ -101,12 +107,13 @@ final class RealTimeWriter extends ForeachWriter<Row> {
       return;
     }
     try {
-      if (writer != null) {
-        List<Map<String, Object>> logs = writer.report(System.currentTimeMillis());
-        if (logs != null) {
-          results.report(row(logs, false));
-        }
+      if (writer != null && failure == null) {
+        results.report(row(writer.report(System.currentTimeMillis()), false, null));
       }
+    } catch (RuntimeException e) {
+      // An exception would end this schedule without a word: the report says it instead.
+      failure = e.getMessage() != null ? e.getMessage() : e.toString();
+      results.report(row(List.of(), false, failure));
     } finally {
       lock.unlock();
     }
@@ -132,10 +139,10 @@ final class RealTimeWriter extends ForeachWriter<Row> {
     for (PartitionLog log : closing.finish()) {
       logs.add(log.summary(now));
     }
-    results.report(row(logs, true));
+    results.report(row(logs, true, null));
   }
 
-  private String row(List<Map<String, Object>> logs, boolean last) {
+  private String row(List<Map<String, Object>> logs, boolean last, String failed) {
     Map<String, Object> row = new LinkedHashMap<>();
     row.put("batch", batch);
     row.put("task", task);
@@ -143,6 +150,9 @@ final class RealTimeWriter extends ForeachWriter<Row> {
     row.put("seq", ++reports);
     row.put("final", last);
     row.put("logs", logs);
+    if (failed != null) {
+      row.put("failed", failed);
+    }
     try {
       return JSON.writeValueAsString(row);
     } catch (JsonProcessingException e) {

@@ -4,6 +4,7 @@ and how many tasks of an executor share it."""
 from types import SimpleNamespace
 
 from mirrorline.engine.batch_writer import producer_settings
+from mirrorline.engine.data_path import partitions_per_executor
 from mirrorline.engine.session import executor_task_slots
 
 
@@ -42,3 +43,11 @@ def test_an_executors_task_slots_are_local_threads_or_its_cores():
     assert executor_task_slots(_spark("spark://h:7077", 6, executor_cores="2")) == 2
     # No spark.executor.cores: an executor may take every core the application has.
     assert executor_task_slots(_spark("spark://h:7077", 6)) == 6
+
+
+def test_an_executor_writes_a_partition_per_task_slot_or_more_under_tasks_max():
+    assert partitions_per_executor(6, None, 2) == 2
+    assert partitions_per_executor(6, None, 8) == 6
+    assert partitions_per_executor(6, 2, 2) == 6  # two tasks of three partitions each
+    assert partitions_per_executor(7, 3, 1) == 3  # the largest task holds three
+    assert partitions_per_executor(2, 10, 4) == 2  # more tasks allowed than partitions

@@ -66,9 +66,9 @@ class WriteSpec:
     dead_letter_topic: str | None = None
     exactly_once: ExactlyOnceSpec | None = None
     tasks_max: int | None = None  # most tasks of a batch; None: one per source partition
-    # Most of the flow's tasks one executor runs at once. At-least-once tasks share the
-    # executor's producer, which gets room for each one's batches (`ProducerPool.forTasks`).
-    tasks_per_executor: int = 1
+    # Most source partitions one executor writes at once. At-least-once tasks share the
+    # executor's producer, which gets room for each one's batches (`ProducerPool.forPartitions`).
+    partitions_per_executor: int = 1
     # Remote topic -> its max.message.bytes; larger records are refused before sending.
     size_limits: Mapping[str, int] = field(default_factory=dict)
     # The flow's single message transforms (`TransformChain.as_json`); None: copy as is.
@@ -82,7 +82,7 @@ class WriteSpec:
                 "producer": producer_settings(self.producer_settings, self.size_limits),
                 "source": dict(self.source_settings),
                 "tasks_max": self.tasks_max or 0,
-                "tasks_per_executor": self.tasks_per_executor,
+                "partitions_per_executor": self.partitions_per_executor,
                 "remote_topics": dict(self.remote_topics),
                 "provenance": None
                 if self.provenance is None

@@ -39,6 +39,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import shutil
 import threading
 import time
@@ -93,7 +94,6 @@ def write_spec(
     `task_slots`: the most tasks one executor runs at once (`executor_task_slots`).
     """
     settings = context.settings
-    tasks = settings.tasks_max or sum(ready.values())
     exactly_once = (
         ExactlyOnceSpec(
             progress_topic=PROGRESS_TOPIC,
@@ -115,9 +115,18 @@ def write_spec(
         dead_letter_topic=settings.dead_letter_topic,
         exactly_once=exactly_once,
         tasks_max=settings.tasks_max,
-        tasks_per_executor=min(task_slots, tasks),
+        partitions_per_executor=partitions_per_executor(
+            sum(ready.values()), settings.tasks_max, task_slots
+        ),
         transforms=context.flow.transforms.as_json(),
     )
+
+
+def partitions_per_executor(partitions: int, tasks_max: int | None, task_slots: int) -> int:
+    """The most source partitions one executor writes at once: its task slots, each
+    running a task of the batch, which holds one partition, or several under `tasks.max`."""
+    tasks = max(1, min(tasks_max or partitions, partitions))
+    return min(task_slots, tasks) * math.ceil(partitions / tasks)
 
 
 def with_size_limits(spec: WriteSpec, limits: Mapping[str, int]) -> WriteSpec:

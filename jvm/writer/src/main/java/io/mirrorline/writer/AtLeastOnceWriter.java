@@ -88,7 +88,7 @@ final class AtLeastOnceWriter {
   /** Start writing with the executor's shared producer. */
   void open() {
     chain = TransformChain.start(spec.transforms);
-    lease = ProducerPool.shared(spec.flow, spec.producer, spec.tasksPerExecutor);
+    lease = ProducerPool.shared(spec.flow, spec.producer, spec.partitionsPerExecutor);
   }
 
   /** Send the record's copy, or count why it is not sent. */

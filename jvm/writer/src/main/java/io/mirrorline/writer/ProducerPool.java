@@ -24,11 +24,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * threads, connections and smaller produce requests (benchmarks/RESULTS.md).
  * A record batch takes all of {@code batch.size} from {@code buffer.memory} as soon as
  * it opens, however few records it holds. A producer per task needs room for one
- * partition's open and in-flight batches; the shared one needs it for every task
- * running at once ({@link #forTasks}): with one task's buffer, the tasks of a
+ * partition's open and in-flight batches; the shared one needs it for every
+ * partition its tasks write at once ({@link #forPartitions}): with one task's buffer, the tasks of a
  * real-time query, each with small batches open and in flight, waited in
- * {@code send} for room. More than that room would only let a backlog pile up
- * unacknowledged records (and the objects that track them) for the collector.
+ * {@code send} for room. More than that room, such as Kafka's default 32 MiB for
+ * one or two tasks, only lets a backlog of unacknowledged records (and the objects
+ * that track them) pile up for the collector: an executor short of CPU spent a
+ * third of it there (benchmarks/RESULTS.md).
  * Delivery reports still come per record, so each task waits for its own. A
  * shared producer is discarded for every task using it at the first delivery that
  * fails one of them ({@link AtLeastOnceWriter}); their sends then fail too, and the
@@ -53,10 +55,11 @@ final class ProducerPool {
   private static final String BUFFER_MEMORY = "buffer.memory";
   private static final String IN_FLIGHT = "max.in.flight.requests.per.connection";
   private static final String BATCH_SIZE = "batch.size";
+  private static final String MAX_REQUEST_SIZE = "max.request.size";
   // The client's defaults.
-  private static final long KAFKA_BUFFER_MEMORY = 32L * 1024 * 1024;
   private static final long KAFKA_IN_FLIGHT = 5;
   private static final long KAFKA_BATCH_SIZE = 16_384;
+  private static final long KAFKA_MAX_REQUEST_SIZE = 1_048_576;
 
   /** A producer given back, and when. */
   private static final class Idle {
@@ -134,8 +137,9 @@ final class ProducerPool {
    * {@code client.id} set by the user): a producer that fails is discarded for all
    * its tasks.
    */
-  static Lease shared(String flow, Map<String, String> settings, int tasks) {
-    Map<String, String> effective = forTasks(settings, tasks, Runtime.getRuntime().maxMemory());
+  static Lease shared(String flow, Map<String, String> settings, int partitions) {
+    Map<String, String> effective =
+        forPartitions(settings, partitions, Runtime.getRuntime().maxMemory());
     String key = flow + '\u0000' + key(effective);
     Shared shared;
     synchronized (IDLE) {
@@ -171,17 +175,23 @@ final class ProducerPool {
   }
 
   /**
-   * The settings of a producer {@code tasks} share: {@code buffer.memory} at least
-   * what was given (or Kafka's default), and room for each task's partition to have a
-   * batch open and {@code max.in.flight.requests.per.connection} batches in flight,
-   * each of {@code batch.size}, but no more than a quarter of {@code maxHeap}.
+   * The settings of a producer the tasks of {@code partitions} source partitions share:
+   * {@code buffer.memory} is the room for each partition to have a batch open and
+   * {@code max.in.flight.requests.per.connection} batches in flight, each of
+   * {@code batch.size}, but no more than a quarter of {@code maxHeap}, and never less
+   * than {@code max.request.size} (a record larger than the buffer is refused by the
+   * producer itself). A {@code buffer.memory} given is a floor: the tasks share it.
    */
-  static Map<String, String> forTasks(Map<String, String> settings, int tasks, long maxHeap) {
-    long given = number(settings, BUFFER_MEMORY, KAFKA_BUFFER_MEMORY);
+  static Map<String, String> forPartitions(Map<String, String> settings, int partitions,
+      long maxHeap) {
+    long batchSize = number(settings, BATCH_SIZE, KAFKA_BATCH_SIZE);
     long batches = number(settings, IN_FLIGHT, KAFKA_IN_FLIGHT) + 1;
-    long room = Math.max(1, tasks) * batches * number(settings, BATCH_SIZE, KAFKA_BATCH_SIZE);
+    long largest = Math.max(batchSize, number(settings, MAX_REQUEST_SIZE, KAFKA_MAX_REQUEST_SIZE));
+    long room = Math.max(largest, Math.min(Math.max(1, partitions) * batches * batchSize,
+        maxHeap / 4));
+    long given = number(settings, BUFFER_MEMORY, 0);
     Map<String, String> out = new TreeMap<>(settings);
-    out.put(BUFFER_MEMORY, Long.toString(Math.max(given, Math.min(room, maxHeap / 4))));
+    out.put(BUFFER_MEMORY, Long.toString(Math.max(given, room)));
     return out;
   }
 

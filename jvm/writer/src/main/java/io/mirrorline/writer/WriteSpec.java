@@ -33,8 +33,8 @@ public final class WriteSpec implements Serializable {
   final Map<String, String> source;
   /** Most tasks of one batch; 0: a task per source partition. */
   final int tasksMax;
-  /** Most of the flow's tasks one executor runs at once: they share its producer. */
-  final int tasksPerExecutor;
+  /** Most source partitions one executor writes at once: their tasks share its producer. */
+  final int partitionsPerExecutor;
   /** Null in at-least-once mode. */
   final ExactlyOnce exactlyOnce;
   /** The flow's single message transforms; null when records are copied as they are. */
@@ -59,7 +59,7 @@ public final class WriteSpec implements Serializable {
     producer = strings(json.get("producer"));
     source = strings(json.get("source"));
     tasksMax = json.path("tasks_max").asInt(0);
-    tasksPerExecutor = json.path("tasks_per_executor").asInt(1);
+    partitionsPerExecutor = json.path("partitions_per_executor").asInt(1);
     remoteTopics = strings(json.get("remote_topics"));
     JsonNode prov = json.path("provenance");
     provenance = prov.isObject()

@@ -27,7 +27,7 @@ class AtLeastOnceWriterTest {
     WriteSpec spec = spec("a->b");
     AtLeastOnceWriter writer = new AtLeastOnceWriter(spec);
     writer.open();
-    ProducerPool.Lease otherTask = ProducerPool.shared(spec.flow, spec.producer, spec.tasksPerExecutor);
+    ProducerPool.Lease otherTask = ProducerPool.shared(spec.flow, spec.producer, spec.partitionsPerExecutor);
     try {
       writer.accept(record(7)); // its delivery fails: no broker
 
@@ -37,7 +37,7 @@ class AtLeastOnceWriterTest {
       String why = otherTask.discardedBecause();
       assertNotNull(why, "the producer the executor's other tasks share is closed");
       assertTrue(why.contains("offset 7"), why);
-      ProducerPool.Lease next = ProducerPool.shared(spec.flow, spec.producer, spec.tasksPerExecutor);
+      ProducerPool.Lease next = ProducerPool.shared(spec.flow, spec.producer, spec.partitionsPerExecutor);
       assertNotSame(otherTask.producer(), next.producer());
       next.discard("test");
     } finally {

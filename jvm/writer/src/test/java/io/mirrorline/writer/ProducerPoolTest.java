@@ -61,17 +61,24 @@ class ProducerPoolTest {
     Map<String, String> mirrorline = Map.of("batch.size", "1000000",
         "max.in.flight.requests.per.connection", "5", "client.id", "m");
     // Eight tasks: six batches of 1,000,000 bytes each.
-    assertEquals("48000000", ProducerPool.forTasks(mirrorline, 8, 2 * gib).get("buffer.memory"));
-    // One task: Kafka's default buffer is more than its six batches.
-    assertEquals("33554432", ProducerPool.forTasks(mirrorline, 1, 2 * gib).get("buffer.memory"));
-    assertEquals("67108864", ProducerPool.forTasks(mirrorline, 64, 256L << 20).get("buffer.memory"));
+    assertEquals("48000000", ProducerPool.forPartitions(mirrorline, 8, 2 * gib).get("buffer.memory"));
+    // One task: its six batches, not Kafka's 32 MiB.
+    assertEquals("6000000", ProducerPool.forPartitions(mirrorline, 1, 2 * gib).get("buffer.memory"));
+    assertEquals("67108864", ProducerPool.forPartitions(mirrorline, 64, 256L << 20).get("buffer.memory"));
+    // Never less than the largest request, however small the heap or the batches.
+    assertEquals("1048576", ProducerPool.forPartitions(mirrorline, 8, 1L << 20).get("buffer.memory"));
+    Map<String, String> bigRecords = Map.of("batch.size", "2000", "max.request.size", "5000000");
+    assertEquals("5000000", ProducerPool.forPartitions(bigRecords, 1, gib).get("buffer.memory"));
     // Kafka's defaults: 16,384-byte batches, five in flight.
-    assertEquals("33554432", ProducerPool.forTasks(settings("d"), 64, gib).get("buffer.memory"));
+    assertEquals("6291456", ProducerPool.forPartitions(settings("d"), 64, gib).get("buffer.memory"));
+    // A buffer given is a floor.
     Map<String, String> given = Map.of("buffer.memory", "900000000", "batch.size", "1000000");
-    assertEquals("900000000", ProducerPool.forTasks(given, 4, gib).get("buffer.memory"));
+    assertEquals("900000000", ProducerPool.forPartitions(given, 4, gib).get("buffer.memory"));
+    Map<String, String> small = Map.of("buffer.memory", "1000", "batch.size", "1000000");
+    assertEquals("30000000", ProducerPool.forPartitions(small, 5, gib).get("buffer.memory"));
     Map<String, String> oneInFlight = Map.of("batch.size", "10000000",
         "max.in.flight.requests.per.connection", "1");
-    assertEquals("60000000", ProducerPool.forTasks(oneInFlight, 3, gib).get("buffer.memory"));
-    assertEquals("m", ProducerPool.forTasks(mirrorline, 3, gib).get("client.id"));
+    assertEquals("60000000", ProducerPool.forPartitions(oneInFlight, 3, gib).get("buffer.memory"));
+    assertEquals("m", ProducerPool.forPartitions(mirrorline, 3, gib).get("client.id"));
   }
 }

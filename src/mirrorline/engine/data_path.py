@@ -274,7 +274,8 @@ class DataPath:
         self._resumed.set()
 
     def failure(self) -> str | None:
-        """Why the query ended, when it did on its own; None while it runs (or never ran)."""
+        """Why the query ended on its own, or why a real-time task stopped copying (its
+        report says so before the task itself fails); None while it runs, or never ran."""
         query = self._query
         if query is None:
             return None

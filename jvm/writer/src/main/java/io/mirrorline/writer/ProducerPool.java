@@ -25,9 +25,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * A record batch takes all of {@code batch.size} from {@code buffer.memory} as soon as
  * it opens, however few records it holds. A producer per task needs room for one
  * partition's open and in-flight batches; the shared one needs it for every
- * partition its tasks write at once ({@link #forPartitions}): with one task's buffer, the tasks of a
- * real-time query, each with small batches open and in flight, waited in
- * {@code send} for room. More than that room, such as Kafka's default 32 MiB for
+ * partition its tasks write at once ({@link #forPartitions}): with one task's
+ * buffer, the tasks of a real-time query, each with small batches open and in
+ * flight, waited in {@code send} for room. More than that room, such as Kafka's default 32 MiB for
  * one or two tasks, only lets a backlog of unacknowledged records (and the objects
  * that track them) pile up for the collector: an executor short of CPU spent a
  * third of it there (benchmarks/RESULTS.md).

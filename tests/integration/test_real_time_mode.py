@@ -103,22 +103,20 @@ def test_real_time_flow_replicates_exactly_and_resumes_from_saved_progress(two_c
     with driver:
         wait_for_copies(driver, 30_000)
         # Syncs, progress and checkpoints follow while the batch runs.
-        last_offsets = {
-            p: max(r.offset for r in first if r.partition == p) for p in range(PARTITIONS)
+        last_records = {
+            (p, max(r.offset for r in first if r.partition == p)) for p in range(PARTITIONS)
         }
 
         def found_last() -> set[tuple[int, int]]:
-            wanted = set(last_offsets.items())
-            return {(s.partition, s.upstream_offset) for s in syncs_of(first)} & wanted
+            return {(s.partition, s.upstream_offset) for s in syncs_of(first)} & last_records
 
         wait_until(
-            lambda: driver.check() or found_last() == set(last_offsets.items()),
+            lambda: driver.check() or found_last() == last_records,
             timeout=60,
             what="offset syncs for the last record of every partition",
             detail=lambda: (
                 f"syncs of the last records: {sorted(found_last())}, "
-                f"wanted {sorted(last_offsets.items())}; end of {driver.log_path}:\n"
-                + driver.log_tail(80)
+                f"wanted {sorted(last_records)}; end of {driver.log_path}:\n" + driver.log_tail(80)
             ),
         )
         checkpoints = wait_until(

@@ -93,10 +93,7 @@ final class AtLeastOnceWriter {
 
   /** Send the record's copy, or count why it is not sent. */
   void accept(SourceRecord record) {
-    Copies.Failure stop = stoppedBy;
-    if (stop != null) {
-      throw failure(stop); // the producer is closed: nothing more is sent
-    }
+    failIfStopped(); // the producer is closed: nothing more is sent
     PartitionLog log = logs.of(record);
     log.nextOffset = record.offset + 1;
     String remote = spec.remoteTopic(record.topic);
@@ -184,6 +181,14 @@ final class AtLeastOnceWriter {
     return Refusal.isRefusal(failure.error) && spec.tolerateRefusals;
   }
 
+  /** Throw why the task fails once a failure stopped it. */
+  private void failIfStopped() {
+    Copies.Failure stop = stoppedBy;
+    if (stop != null) {
+      throw failure(stop);
+    }
+  }
+
   /** Why the task fails: the first failure, and the one that closed the producer if another's. */
   private DeliveryFailed failure(Copies.Failure first) {
     String own = first.describe();
@@ -210,10 +215,7 @@ final class AtLeastOnceWriter {
    * end to say so.
    */
   List<Map<String, Object>> report(long nowMs) {
-    Copies.Failure stop = stoppedBy;
-    if (stop != null) {
-      throw failure(stop);
-    }
+    failIfStopped();
     takeFailures();
     dispatchRefused();
     List<Map<String, Object>> out = new ArrayList<>();
@@ -230,10 +232,7 @@ final class AtLeastOnceWriter {
   Collection<PartitionLog> finish() {
     try {
       deliveries.awaitAll();
-      Copies.Failure stop = stoppedBy;
-      if (stop != null) {
-        throw failure(stop);
-      }
+      failIfStopped();
       takeFailures();
       dispatchRefused();
       deliveries.awaitAll();

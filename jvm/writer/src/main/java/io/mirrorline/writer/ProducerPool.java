@@ -11,6 +11,7 @@ import java.util.Properties;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -52,14 +53,8 @@ final class ProducerPool {
   private static final Map<String, Deque<Idle>> IDLE = new HashMap<>();
   private static final Map<String, Shared> SHARED = new HashMap<>();
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
-  private static final String BUFFER_MEMORY = "buffer.memory";
-  private static final String IN_FLIGHT = "max.in.flight.requests.per.connection";
-  private static final String BATCH_SIZE = "batch.size";
-  private static final String MAX_REQUEST_SIZE = "max.request.size";
-  // The client's defaults.
-  private static final long KAFKA_IN_FLIGHT = 5;
-  private static final long KAFKA_BATCH_SIZE = 16_384;
-  private static final long KAFKA_MAX_REQUEST_SIZE = 1_048_576;
+  private static final Map<String, Object> KAFKA_DEFAULTS =
+      ProducerConfig.configDef().defaultValues();
 
   /** A producer given back, and when. */
   private static final class Idle {
@@ -184,20 +179,23 @@ final class ProducerPool {
    */
   static Map<String, String> forPartitions(Map<String, String> settings, int partitions,
       long maxHeap) {
-    long batchSize = number(settings, BATCH_SIZE, KAFKA_BATCH_SIZE);
-    long batches = number(settings, IN_FLIGHT, KAFKA_IN_FLIGHT) + 1;
-    long largest = Math.max(batchSize, number(settings, MAX_REQUEST_SIZE, KAFKA_MAX_REQUEST_SIZE));
+    long batchSize = number(settings, ProducerConfig.BATCH_SIZE_CONFIG);
+    long batches = number(settings, ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION) + 1;
+    long largest = Math.max(batchSize, number(settings, ProducerConfig.MAX_REQUEST_SIZE_CONFIG));
     long room = Math.max(largest, Math.min(Math.max(1, partitions) * batches * batchSize,
         maxHeap / 4));
-    long given = number(settings, BUFFER_MEMORY, 0);
+    String buffer = ProducerConfig.BUFFER_MEMORY_CONFIG;
+    long given = settings.containsKey(buffer) ? number(settings, buffer) : 0;
     Map<String, String> out = new TreeMap<>(settings);
-    out.put(BUFFER_MEMORY, Long.toString(Math.max(given, room)));
+    out.put(buffer, Long.toString(Math.max(given, room)));
     return out;
   }
 
-  private static long number(Map<String, String> settings, String name, long otherwise) {
+  /** The setting {@code name}, or the Kafka producer's default for it. */
+  private static long number(Map<String, String> settings, String name) {
     String value = settings.get(name);
-    return value == null ? otherwise : Long.parseLong(value.trim());
+    return value != null ? Long.parseLong(value.trim())
+        : ((Number) KAFKA_DEFAULTS.get(name)).longValue();
   }
 
   static void discard(KafkaProducer<byte[], byte[]> producer) {

@@ -115,7 +115,6 @@ class TargetCollector:
         # has read a record, for the stall watch and a new consumer.
         self._starts: dict[tuple[str, int], int] = {}
         self._stalls: StallWatch[tuple[str, int]] = StallWatch(STALL_S)
-        self._renewed_at: dict[tuple[str, int], int] = {}  # stalled positions renewed once
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -236,7 +235,11 @@ class TargetCollector:
 
     def _check_stalls(self) -> None:
         """Read stalled partitions with a new consumer (see `service.stall_watch`); only
-        while the cluster answers, when a consumer that does not move is not expected."""
+        while the cluster answers, when a consumer that does not move is not expected.
+
+        A new consumer can stall as the old one did (librdkafka caught in the same
+        state of a partition whose leadership still settles): it is replaced in turn,
+        as often as a partition stalls."""
         if not self._starts or not self.view.read(lambda v: v.probed and v.verdict.reachable):
             self._stalls.reset()
             return
@@ -250,18 +253,15 @@ class TargetCollector:
             return
         positions = self._positions(keys)
         stalled = self._stalls.stalled(time.monotonic(), {k: (positions[k], ends[k]) for k in keys})
-        # A new consumer that stops at the very same place would not be helped by another.
-        fresh = [k for k in stalled if self._renewed_at.get(k) != positions[k]]
-        if not fresh:
+        if not stalled:
             return
         log.warning(
             "service: the reader of %s stopped with records to read (%s); reading on with "
             "a new consumer",
             self.alias,
-            ", ".join(f"{t}[{p}] at {positions[(t, p)]} of {ends[(t, p)]}" for t, p in fresh),
+            ", ".join(f"{t}[{p}] at {positions[(t, p)]} of {ends[(t, p)]}" for t, p in stalled),
         )
         self._renew(positions)
-        self._renewed_at.update((k, positions[k]) for k in fresh)
 
     def _positions(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Each partition's next offset to read: its consumer's position, or where its

@@ -18,6 +18,10 @@ caps each worker and its executors at 0.4 cores (`benchlib/cpu_cap.py`), so
 that `--layouts 1x1,2x1,3x1` shows what more executors add while the machine
 has room left. `--warm-up-records N` measures executors that have already
 copied N records (the flow is paused while the measured records are loaded).
+`--data-path-mode real-time` measures the flow in Spark's real-time mode, whose
+long-running tasks (one per source partition, so every layout needs a slot for
+each: 1x6,2x3,3x2 for 6 partitions) never wait for each other at the end of a
+micro-batch.
 
 Run `python benchmarks/standalone_scaling.py --help`; results go to
 `benchmarks/results/standalone-scaling-<date>.json` and are summarised in
@@ -115,6 +119,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "fewer, larger batches pay the fixed cost of a batch fewer times",
     )
     parser.add_argument(
+        "--data-path-mode",
+        choices=("micro-batch", "real-time"),
+        default="micro-batch",
+        help="the flow's data.path.mode (default micro-batch); in real-time mode every "
+        "layout needs a task slot per source partition (WORKERS x CORES >= --partitions)",
+    )
+    parser.add_argument(
         "--warm-up-records",
         type=int,
         default=0,
@@ -133,7 +144,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=900, help="per layout, seconds")
     parser.add_argument("--no-save", action="store_true", help="print only")
     parser.add_argument("--keep-work-dir", action="store_true")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.data_path_mode == "real-time":
+        short = [layout_name(x) for x in args.layouts if x[0] * x[1] < args.partitions]
+        if short:
+            parser.error(
+                f"real-time mode needs a task slot per partition ({args.partitions}); "
+                f"layouts {', '.join(short)} have fewer"
+            )
+    return args
 
 
 def measure(
@@ -157,8 +176,9 @@ def measure(
         config = write_replication_config(
             work / f"{name}.properties", clusters, topic, args.partitions
         )
-        if args.max_poll_records is not None:
-            with config.open("a") as lines:
+        with config.open("a") as lines:
+            lines.write(f"data.path.mode = {args.data_path_mode}\n")
+            if args.max_poll_records is not None:
                 lines.write(f"max.poll.records = {args.max_poll_records}\n")
         command, env = mirrorline_command(config, work / f"driver-{name}")
         command += ["--master", cluster.master_url]
@@ -378,7 +398,8 @@ def main(argv: list[str]) -> int:
             say(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    capped = f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
+    capped = f", {args.data_path_mode}"
+    capped += f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
     if args.max_poll_records is not None:
         capped += f", max.poll.records {args.max_poll_records}"
     if args.warm_up_records:
@@ -401,6 +422,7 @@ def main(argv: list[str]) -> int:
                 "worker_memory": args.worker_memory,
                 "repeats": args.repeats,
                 "cpu_cap_cores_per_worker": args.cpu_cap,
+                "data_path_mode": args.data_path_mode,
                 "max_poll_records": args.max_poll_records or "Mirrorline's default",
                 "warm_up_records": args.warm_up_records,
                 "spark_conf": args.spark_conf,

@@ -398,15 +398,14 @@ def main(argv: list[str]) -> int:
             say(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    capped = f", {args.data_path_mode}"
-    capped += f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
+    conditions = f", {args.data_path_mode}"
+    conditions += f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
     if args.max_poll_records is not None:
-        capped += f", max.poll.records {args.max_poll_records}"
+        conditions += f", max.poll.records {args.max_poll_records}"
     if args.warm_up_records:
-        capped += f", after a warm-up of {args.warm_up_records:,} records"
-    print(
-        f"\n{args.records:,} records of {args.record_size} B, {args.partitions} partitions{capped}"
-    )
+        conditions += f", after a warm-up of {args.warm_up_records:,} records"
+    records = f"{args.records:,} records of {args.record_size} B"
+    print(f"\n{records}, {args.partitions} partitions{conditions}")
     print_table(results, args.layouts[0])
     if not args.no_save:
         now = dt.datetime.now()

@@ -82,7 +82,7 @@ def test_a_stalled_partition_is_read_on_by_a_new_consumer(
             time.sleep(0.2)
 
         reading.pause([TopicPartition(topic, 0)])
-        StallingConsumer.stalling = 1
+        monkeypatch.setattr(StallingConsumer, "stalling", 1)  # undone after the test
         with caplog.at_level(logging.WARNING, logger="mirrorline.service.collector"):
             newest = _beat(west, topic)
             wait_until(

@@ -1,5 +1,6 @@
 package io.mirrorline.writer;
 
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.spark.TaskContext;
 
@@ -12,25 +13,40 @@ import org.apache.spark.TaskContext;
  * the driver lost the flow) must end at once instead, so the task waits here,
  * looking at Spark's kill flag between short waits; the writer then discards its
  * producer, which drops whatever was still queued.
+ *
+ * <p>The count of records in flight is a counter, not a lock: the task thread adds
+ * one per send and the producer's I/O thread takes one per report, so a lock here
+ * made each thread wait for the other on every record. Only the report that brings
+ * the count to zero takes this object's lock, to wake the waiting task; the task
+ * looks at the count under the same lock before it waits, so that wake-up is never
+ * missed.
  */
 final class Deliveries {
   private static final long CHECK_MS = 100;
-  private long outstanding;
+  private final AtomicLong outstanding = new AtomicLong();
+
+  /** Count one more record in flight; its report must end with {@link #reported}. */
+  void sent() {
+    outstanding.incrementAndGet();
+  }
+
+  /** A record's report is in, and dealt with. */
+  void reported() {
+    if (outstanding.decrementAndGet() == 0) {
+      synchronized (this) {
+        notifyAll();
+      }
+    }
+  }
 
   /** Count one more record in flight; its report goes to {@code then}. */
   Callback track(Callback then) {
-    synchronized (this) {
-      outstanding++;
-    }
+    sent();
     return (metadata, error) -> {
       try {
         then.onCompletion(metadata, error);
       } finally {
-        synchronized (this) {
-          if (--outstanding == 0) {
-            notifyAll();
-          }
-        }
+        reported();
       }
     };
   }
@@ -38,7 +54,7 @@ final class Deliveries {
   /** Wait until every tracked record has its report; throws if Spark kills the task. */
   synchronized void awaitAll() {
     TaskContext task = TaskContext.get();
-    while (outstanding > 0) {
+    while (outstanding.get() > 0) {
       if (task != null) {
         task.killTaskIfInterrupted();
       }

@@ -15,6 +15,7 @@ are not followed, so that credentials never travel to another address.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import ssl
 import urllib.error
@@ -98,5 +99,7 @@ class RemoteAccess:
                 except ValueError:
                     pass
             raise RemoteFailed(f"HTTP {exc.code}") from None
+        except http.client.HTTPException as exc:  # something answered, but not in HTTP
+            raise RemoteFailed(f"the answer is not HTTP ({type(exc).__name__})") from None
         except (OSError, ValueError) as exc:
             raise RemoteFailed(str(getattr(exc, "reason", exc))) from None

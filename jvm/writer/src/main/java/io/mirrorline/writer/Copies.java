@@ -2,7 +2,6 @@ package io.mirrorline.writer;
 
 import java.util.Queue;
 import java.util.function.Consumer;
-import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -125,8 +124,7 @@ final class Copies {
       Consumer<Failure> failures) {
     Integer partition = copy.partition();
     if (copy.topic().equals(remote) && partition != null && partition == record.partition) {
-      long index = log.noteSent(record);
-      producer.send(copy, new CopyReport(deliveries, log, index, record, remote, failures));
+      sendInPartition(producer, deliveries, log, record, copy, remote, failures);
       return;
     }
     long routedIndex = log.noteRouted(record);
@@ -143,20 +141,23 @@ final class Copies {
   /** Send the copy; its delivery report fills in its target offset, or joins {@code failures}. */
   void send(Producer<byte[], byte[]> producer, Deliveries deliveries, PartitionLog log,
       SourceRecord record, String remote, Header[] headers, Consumer<Failure> failures) {
+    sendInPartition(producer, deliveries, log, record, copy(record, remote, headers), remote,
+        failures);
+  }
+
+  private static void sendInPartition(Producer<byte[], byte[]> producer, Deliveries deliveries,
+      PartitionLog log, SourceRecord record, ProducerRecord<byte[], byte[]> copy, String remote,
+      Consumer<Failure> failures) {
     long index = log.noteSent(record);
-    producer.send(copy(record, remote, headers),
-        new CopyReport(deliveries, log, index, record, remote, failures));
+    producer.send(copy, new CopyReport(deliveries, log, index, record, remote, failures));
   }
 
   /**
    * The delivery report of a copy in its record's own partition: it fills in the
    * copy's target offset, or joins {@code failures}. One object per record, made
-   * with {@code new}: the two lambdas it replaces (the report, and the count of
-   * reports around it) were made through method handles on every send until the
-   * JIT compiler inlined them, a tenth of a task's time in a short backlog.
+   * with {@code new} (see {@link Deliveries.Report}).
    */
-  private static final class CopyReport implements Callback {
-    private final Deliveries deliveries;
+  private static final class CopyReport extends Deliveries.Report {
     private final PartitionLog log;
     private final long index;
     private final SourceRecord record;
@@ -165,8 +166,7 @@ final class Copies {
 
     CopyReport(Deliveries deliveries, PartitionLog log, long index, SourceRecord record,
         String remote, Consumer<Failure> failures) {
-      deliveries.sent();
-      this.deliveries = deliveries;
+      super(deliveries);
       this.log = log;
       this.index = index;
       this.record = record;
@@ -175,16 +175,12 @@ final class Copies {
     }
 
     @Override
-    public void onCompletion(RecordMetadata metadata, Exception error) {
-      try {
-        if (error == null) {
-          log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
-        } else {
-          log.refusedAt(index);
-          failures.accept(new Failure(record, remote, error, index));
-        }
-      } finally {
-        deliveries.reported();
+    void onReport(RecordMetadata metadata, Exception error) {
+      if (error == null) {
+        log.delivered(index, metadata.offset(), record.timestampMs, System.currentTimeMillis());
+      } else {
+        log.refusedAt(index);
+        failures.accept(new Failure(record, remote, error, index));
       }
     }
   }

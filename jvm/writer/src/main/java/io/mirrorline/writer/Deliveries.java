@@ -2,6 +2,7 @@ package io.mirrorline.writer;
 
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.spark.TaskContext;
 
 /**
@@ -25,13 +26,35 @@ final class Deliveries {
   private static final long CHECK_MS = 100;
   private final AtomicLong outstanding = new AtomicLong();
 
-  /** Count one more record in flight; its report must end with {@link #reported}. */
-  void sent() {
-    outstanding.incrementAndGet();
+  /**
+   * A delivery report counted here: it counts its record as in flight when it is
+   * made (with the send), and as reported once {@link #onReport} has run. Reports
+   * of the per-record path are subclasses made with {@code new} ({@code
+   * Copies.CopyReport}): a lambda is made through its call site's method handle
+   * until the JIT compiler inlines it, a cost on every send of a short backlog.
+   */
+  abstract static class Report implements Callback {
+    private final Deliveries deliveries;
+
+    Report(Deliveries deliveries) {
+      deliveries.outstanding.incrementAndGet();
+      this.deliveries = deliveries;
+    }
+
+    /** What the report does with the acknowledgement or the error. */
+    abstract void onReport(RecordMetadata metadata, Exception error);
+
+    @Override
+    public final void onCompletion(RecordMetadata metadata, Exception error) {
+      try {
+        onReport(metadata, error);
+      } finally {
+        deliveries.reported();
+      }
+    }
   }
 
-  /** A record's report is in, and dealt with. */
-  void reported() {
+  private void reported() {
     if (outstanding.decrementAndGet() == 0) {
       synchronized (this) {
         notifyAll();
@@ -41,12 +64,10 @@ final class Deliveries {
 
   /** Count one more record in flight; its report goes to {@code then}. */
   Callback track(Callback then) {
-    sent();
-    return (metadata, error) -> {
-      try {
+    return new Report(this) {
+      @Override
+      void onReport(RecordMetadata metadata, Exception error) {
         then.onCompletion(metadata, error);
-      } finally {
-        reported();
       }
     };
   }

@@ -180,7 +180,11 @@ def tables(report: ChaosReport) -> str:
             "not in time" if (s := e.recovered_s.get(f)) is None else f"{s:.1f} s" for f in flows
         ]
         lines.append(f"| {e.event} | {e.began_s:.0f} s | {e.seconds:.1f} s | {' | '.join(cells)} |")
-    lines += ["", "| copy | records | lost | duplicated | highest age | verify |", "|---" * 6 + "|"]
+    lines += [
+        "",
+        "| copy | records | lost | duplicated | twice in the source | highest age | verify |",
+        "|---" * 7 + "|",
+    ]
     for f in report.flows:
         verdict = (
             f"{f.verify['checked']:,} checked: "
@@ -192,7 +196,7 @@ def tables(report: ChaosReport) -> str:
         )
         lines.append(
             f"| {f.flow} | {f.produced:,} | {f.lost:,} | {f.duplicated:,} | "
-            f"{f.max_age_ms / 1000:.1f} s | {verdict} |"
+            f"{f.source_duplicated:,} | {f.max_age_ms / 1000:.1f} s | {verdict} |"
         )
     return "\n".join(lines)
 

@@ -25,8 +25,9 @@ exit code 0, no traceback) and each copy is judged twice:
   source record missing, different or misplaced; in exactly-once mode no
   extra record either;
 - the census of the watcher, by sequence number, for every replicator
-  (MirrorMaker 2 included): lost and duplicated records, the highest record
-  age and its p99 per window.
+  (MirrorMaker 2 included): lost and duplicated records (a copy may hold a
+  record as often as a census of its source topic finds it there), the
+  highest record age and its p99 per window.
 
 Beside it, every move of a partition's leadership is recorded with its time
 (`chaos_leaders`), so that a stall in a window without an event can be laid
@@ -104,7 +105,8 @@ class FlowResult:
     produced: int
     copies: int
     lost: int
-    duplicated: int
+    duplicated: int  # copies beyond as many as the source holds
+    source_duplicated: int  # records the source itself holds more than once
     max_age_ms: int
     age_p99_ms: list[tuple[int, int, int]]  # (window, first copies in it, p99 ms)
     verify: dict[str, int] | None  # `mirrorline verify` totals (Mirrorline's flows)
@@ -201,14 +203,21 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         )
         for f in flows
     }
+    # What the sources hold: the census allows a copy each record as often as its source.
+    sources = {
+        f: ReplicaWatcher(
+            dev.client_config(f.source), f.topic, plan.partitions, "read_committed", plan.window_s
+        )
+        for f in flows
+    }
     report = ChaosReport([str(e) for e in plan.events])
     replicators = Replicators(dev, flows, plan.max_poll_records, work_dir, say, plan.service)
-    threads = [*streams.values(), *watchers.values()]
+    threads = [*streams.values(), *watchers.values(), *sources.values()]
     for thread in threads:
         thread.start()
     leaders = LeaderWatch({a: dev.client_config(a) for a in (source, target)}, began)
     leaders.start()
-    run = _Run(dev, flows, streams, watchers, replicators, plan, say, began)
+    run = _Run(dev, flows, streams, watchers, sources, replicators, plan, say, began)
     try:
         replicators.start()
         run.wait_first_copies()
@@ -240,10 +249,13 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
 class _Run:
     """The moving parts of one run, and the measurements around each event."""
 
-    def __init__(self, dev, flows, streams, watchers, replicators, plan, say, began) -> None:
+    def __init__(
+        self, dev, flows, streams, watchers, sources, replicators, plan, say, began
+    ) -> None:
         self.flows: list[ChaosFlow] = flows
         self.streams: dict[ChaosFlow, NumberedStream] = streams
         self.watchers: dict[ChaosFlow, ReplicaWatcher] = watchers
+        self.sources: dict[ChaosFlow, ReplicaWatcher] = sources
         self.replicators: Replicators = replicators
         self.brokers = BrokerChaos(dev, say)
         self.aliases = [c.alias for c in dev.clusters()]
@@ -253,7 +265,7 @@ class _Run:
 
     def check(self) -> None:
         self.replicators.check()
-        for thread in (*self.streams.values(), *self.watchers.values()):
+        for thread in (*self.streams.values(), *self.watchers.values(), *self.sources.values()):
             thread.check()
 
     def wait_first_copies(self) -> None:
@@ -325,8 +337,15 @@ class _Run:
         return done
 
     def judge(self, flow: ChaosFlow, config: Path) -> FlowResult:
-        watcher = self.watchers[flow]
-        census = watcher.census(self.streams[flow].acknowledged)
+        watcher, source = self.watchers[flow], self.sources[flow]
+        produced = self.streams[flow].acknowledged
+        wait_until(
+            lambda: source.distinct >= produced,
+            timeout=60,
+            what=f"the census of {flow.topic} on {flow.source}",
+            interval=0.2,
+        )
+        census = watcher.census(produced, source)
         totals, verdict = None, None
         if flow.replicator == "mirrorline":
             done = run_mirrorline(
@@ -355,6 +374,7 @@ class _Run:
             copies=census.copies,
             lost=census.lost,
             duplicated=census.duplicated,
+            source_duplicated=census.source_duplicated,
             max_age_ms=watcher.max_age_ms,
             age_p99_ms=watcher.age_p99_per_window(),
             verify=totals,
@@ -362,7 +382,8 @@ class _Run:
         )
         self.say(
             f"  {flow.name}: {census.produced:,} records, {census.lost:,} lost, "
-            f"{census.duplicated:,} duplicated, highest age {watcher.max_age_ms / 1000:.1f} s"
+            f"{census.duplicated:,} duplicated ({census.source_duplicated:,} in the source), "
+            f"highest age {watcher.max_age_ms / 1000:.1f} s"
             + (f", verify {verdict} ({totals['checked']:,} checked)" if totals else "")
         )
         return result

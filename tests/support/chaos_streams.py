@@ -4,20 +4,24 @@
 (`b"<seq>:"`, as `replica_audit` reads them) at a steady rate for as long as
 the run lasts (or, held back by `released`, as the crash harness releases
 it), idempotently and with `acks=all`, and with a delivery timeout
-long enough to ride out broker restarts and outages: the source log holds each
-record once, and `acknowledged` says how many it holds. It batches for
+long enough to ride out broker restarts and outages; `acknowledged` says how
+many records the source holds. An idempotent producer should write each record
+once, yet librdkafka's can write one twice when a partition's leader moves
+(confluentinc/librdkafka#4953), so a census counts what the source holds too,
+and a copy may hold a record as often as its source does. It batches for
 `LINGER_MS`: at 5 ms two streams of 500 records/s into 3-node clusters kept
 the six nodes and the producing process busy for 1.95 of this machine's 2
 cores (0.80 at 50 ms), which left the replicators under test starved. The
 records' ages include that wait (their timestamps are taken when produced).
 
-`ReplicaWatcher` reads the remote topic from its beginning in a thread of its
-own, all the time, so that it sees each record soon after it is written even
-while the run is busy restarting brokers. Per sequence number it counts the
-copies (the census: lost and duplicated records), and for the first copy of
-each record its age: the watcher's clock minus the record's timestamp, which
-is the source producer's creation time that replication keeps. Ages are kept
-per window (`window_s`) so that a long run reports a p99 per window.
+`ReplicaWatcher` reads a topic (a remote topic, or its source) from its
+beginning in a thread of its own, all the time, so that it sees each record
+soon after it is written even while the run is busy restarting brokers. Per
+sequence number it counts the copies (the census: lost and duplicated
+records), and for the first copy of each record its age: the watcher's clock
+minus the record's timestamp, which is the source producer's creation time
+that replication keeps. Ages are kept per window (`window_s`) so that a long
+run reports a p99 per window.
 """
 
 from __future__ import annotations
@@ -144,7 +148,8 @@ class Census:
     produced: int
     copies: int  # records read from the copy, duplicates included
     lost: int  # sequence numbers below `produced` never read
-    duplicated: int  # copies beyond the first
+    duplicated: int  # copies beyond as many as the source holds (one when not counted)
+    source_duplicated: int = 0  # records beyond the first that the source itself holds
 
 
 class ReplicaWatcher(threading.Thread):
@@ -228,10 +233,23 @@ class ReplicaWatcher(threading.Thread):
         if self.errors:
             raise AssertionError(f"reading {self.topic} failed: {self.errors[:3]}")
 
-    def census(self, produced: int) -> Census:
+    def census(self, produced: int, source: ReplicaWatcher | None = None) -> Census:
+        """What the copy holds of the first `produced` records; with `source` (a watcher
+        of the source topic), a record the source holds twice may be copied twice."""
         held = self._copies[:produced]
         lost = produced - (len(held) - held.count(0))
-        return Census(produced, self.copies, lost, self.copies - self.distinct)
+        if source is None:
+            return Census(produced, self.copies, lost, self.copies - self.distinct)
+        in_source = source._copies
+        duplicated = source_duplicated = 0
+        for seq, copies in enumerate(self._copies):
+            if copies > 1:
+                times = in_source[seq] if seq < len(in_source) else 0
+                duplicated += max(0, copies - max(1, times))
+        for copies in in_source:
+            if copies > 1:
+                source_duplicated += copies - 1
+        return Census(produced, self.copies, lost, duplicated, source_duplicated)
 
     def age_p99_per_window(self) -> list[tuple[int, int, int]]:
         """(window index, records, p99 age in ms) of each window that saw a first copy."""

@@ -84,11 +84,29 @@ final class ProducerPool {
 
   private ProducerPool() {}
 
+  /**
+   * A transactional producer's {@code retry.backoff.ms} unless the user set one. Its
+   * I/O thread sleeps that long before every transactional request it sends again,
+   * and the request that waited for a coordinator lookup counts as sent again: with
+   * Kafka's 100 ms each new producer slept twice, before {@code InitProducerId} and
+   * before its first {@code TxnOffsetCommit}, 200 ms per source partition and
+   * executor in the first batch (benchmarks/RESULTS.md). Retries of records back off
+   * exponentially from it to {@code retry.backoff.max.ms}, as with any value.
+   */
+  static final String TRANSACTIONAL_RETRY_BACKOFF_MS = "10";
+
+  /** The settings of the producer with {@code transactionalId}. */
+  private static Map<String, String> transactional(Map<String, String> settings, String transactionalId) {
+    Map<String, String> withId = new TreeMap<>(settings);
+    withId.put("transactional.id", transactionalId);
+    withId.putIfAbsent("retry.backoff.ms", TRANSACTIONAL_RETRY_BACKOFF_MS);
+    return withId;
+  }
+
   /** True when the producer came from the pool (its transactions are initialised). */
   static KafkaProducer<byte[], byte[]> borrowTransactional(
       Map<String, String> settings, String transactionalId, boolean[] reused) {
-    Map<String, String> withId = new TreeMap<>(settings);
-    withId.put("transactional.id", transactionalId);
+    Map<String, String> withId = transactional(settings, transactionalId);
     String key = key(withId);
     synchronized (IDLE) {
       Deque<Idle> idle = IDLE.get(key);
@@ -103,10 +121,8 @@ final class ProducerPool {
 
   static void giveBackTransactional(
       Map<String, String> settings, String transactionalId, KafkaProducer<byte[], byte[]> producer) {
-    Map<String, String> withId = new TreeMap<>(settings);
-    withId.put("transactional.id", transactionalId);
     synchronized (IDLE) {
-      IDLE.computeIfAbsent(key(withId), k -> new ArrayDeque<>()).push(new Idle(producer));
+      IDLE.computeIfAbsent(key(transactional(settings, transactionalId)), k -> new ArrayDeque<>()).push(new Idle(producer));
     }
   }
 

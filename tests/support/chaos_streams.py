@@ -149,7 +149,7 @@ class Census:
     copies: int  # records read from the copy, duplicates included
     lost: int  # sequence numbers below `produced` never read
     duplicated: int  # copies beyond as many as the source holds (one when not counted)
-    source_duplicated: int = 0  # records beyond the first that the source itself holds
+    source_duplicated: int  # records beyond the first that the source itself holds
 
 
 class ReplicaWatcher(threading.Thread):
@@ -238,17 +238,13 @@ class ReplicaWatcher(threading.Thread):
         of the source topic), a record the source holds twice may be copied twice."""
         held = self._copies[:produced]
         lost = produced - (len(held) - held.count(0))
-        if source is None:
-            return Census(produced, self.copies, lost, self.copies - self.distinct)
-        in_source = source._copies
-        duplicated = source_duplicated = 0
+        in_source = source._copies if source is not None else bytearray()
+        duplicated = 0
         for seq, copies in enumerate(self._copies):
             if copies > 1:
                 times = in_source[seq] if seq < len(in_source) else 0
                 duplicated += max(0, copies - max(1, times))
-        for copies in in_source:
-            if copies > 1:
-                source_duplicated += copies - 1
+        source_duplicated = source.copies - source.distinct if source is not None else 0
         return Census(produced, self.copies, lost, duplicated, source_duplicated)
 
     def age_p99_per_window(self) -> list[tuple[int, int, int]]:

@@ -96,7 +96,8 @@ final class ProducerPool {
   static final String TRANSACTIONAL_RETRY_BACKOFF_MS = "10";
 
   /** The settings of the producer with {@code transactionalId}. */
-  private static Map<String, String> transactional(Map<String, String> settings, String transactionalId) {
+  private static Map<String, String> transactional(
+      Map<String, String> settings, String transactionalId) {
     Map<String, String> withId = new TreeMap<>(settings);
     withId.put("transactional.id", transactionalId);
     withId.putIfAbsent("retry.backoff.ms", TRANSACTIONAL_RETRY_BACKOFF_MS);
@@ -122,7 +123,8 @@ final class ProducerPool {
   static void giveBackTransactional(
       Map<String, String> settings, String transactionalId, KafkaProducer<byte[], byte[]> producer) {
     synchronized (IDLE) {
-      IDLE.computeIfAbsent(key(transactional(settings, transactionalId)), k -> new ArrayDeque<>()).push(new Idle(producer));
+      IDLE.computeIfAbsent(key(transactional(settings, transactionalId)), k -> new ArrayDeque<>())
+          .push(new Idle(producer));
     }
   }
 

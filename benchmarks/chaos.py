@@ -85,7 +85,9 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rate", type=int, help="records/s per flow (2,000; 1,000 for chaos)")
     parser.add_argument("--value-bytes", type=int, help="record size (1,024; 64 for chaos)")
     parser.add_argument(
-        "--max-poll-records", type=int, default=1_000, help="of Mirrorline's flows (%(default)s)"
+        "--batch-records",
+        type=int,
+        help="micro-batch.max.records of Mirrorline's flows (default: batches sized by time)",
     )
     parser.add_argument(
         "--no-mm2", action="store_true", help="without MirrorMaker 2 beside Mirrorline"
@@ -104,8 +106,8 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     soak = args.soak is not None
     args.rate = args.rate or (2_000 if soak else 1_000)
     args.value_bytes = args.value_bytes or (1_024 if soak else 64)
-    for name in ("brokers", "partitions", "rate", "value_bytes", "max_poll_records"):
-        if getattr(args, name) < 1:
+    for name in ("brokers", "partitions", "rate", "value_bytes", "batch_records"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if soak and args.soak < 1:
         parser.error("--soak takes at least 1 minute")
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace, memory: MemoryLog | None) -> ChaosReport:
         partitions=args.partitions,
         rate=args.rate,
         value_bytes=args.value_bytes,
-        max_poll_records=args.max_poll_records,
+        batch_records=args.batch_records,
         mm2=not args.no_mm2 and not soak,
         window_s=SOAK_WINDOW_S if soak else 60.0,
         duration_s=args.soak * 60 if soak else 0.0,
@@ -271,7 +273,7 @@ def main(argv: list[str]) -> int:
         "command": command,
         "settings": {
             k: getattr(args, k)
-            for k in ("brokers", "partitions", "rate", "value_bytes", "max_poll_records", "soak")
+            for k in ("brokers", "partitions", "rate", "value_bytes", "batch_records", "soak")
         }
         | {"mm2": not args.no_mm2 and args.soak is None},
         **environment(),

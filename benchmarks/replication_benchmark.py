@@ -56,7 +56,7 @@ from benchlib.contenders import (
     config_text,
 )
 from benchlib.environment import environment
-from benchlib.kafka_data import clusters_running, warm_up
+from benchlib.kafka_data import clusters_running, dev_clusters_running, warm_up
 from benchlib.markers import replace_block
 from benchlib.other_load import OtherLoad
 from benchlib.rounds import combine, order
@@ -146,6 +146,20 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         "--keep-work-dir", action="store_true", help="keep clusters' data and logs afterwards"
     )
     parser.add_argument(
+        "--max-poll-records",
+        type=int,
+        default=int(DATA_PATH_CONSUMER["max.poll.records"]),
+        help="max.poll.records of every tuned contender's source consumer (%(default)s, "
+        "MM2's default); Mirrorline's micro-batches are sized by time whatever it is",
+    )
+    parser.add_argument(
+        "--dev-clusters",
+        type=Path,
+        metavar="DIR",
+        help="measure on the clusters `east` and `west` that `mirrorline dev up --dir DIR` "
+        "started (data on disk, left running) instead of the benchmark's own brokers",
+    )
+    parser.add_argument(
         "--brokers-on-disk",
         action="store_true",
         help="keep the brokers' data in the work directory even when memory has room for it "
@@ -158,6 +172,9 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         parser.error("--latency-seconds must be > 0")
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.max_poll_records < 1:
+        parser.error("--max-poll-records must be at least 1")
+    DATA_PATH_CONSUMER["max.poll.records"] = str(args.max_poll_records)
     if args.warmup_seconds is None:
         args.warmup_seconds = 75.0 if args.latency_seconds >= 60 else args.latency_seconds
     return args
@@ -257,15 +274,20 @@ def run(args, command: str) -> dict:
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="mirrorline-bench-"))
     (work / "logs").mkdir(parents=True, exist_ok=True)
     say(f"work directory (clusters, logs): {work}")
-    need = broker_storage.room_needed(settings, [WORKLOADS[w] for w in args.workloads])
-    brokers_dir, brokers_where = broker_storage.choose(work, need, args.brokers_on_disk)
+    if args.dev_clusters is not None:
+        brokers_dir, brokers_where = work, f"`mirrorline dev up --dir {args.dev_clusters}`"
+        running = dev_clusters_running(args.dev_clusters)
+    else:
+        need = broker_storage.room_needed(settings, [WORKLOADS[w] for w in args.workloads])
+        brokers_dir, brokers_where = broker_storage.choose(work, need, args.brokers_on_disk)
+        running = clusters_running(brokers_dir)
     speed_before = machine_speed.sample()
     began = time.monotonic()
     results: dict = {}
     failed = True
     load = OtherLoad()
     try:
-        with clusters_running(brokers_dir) as clusters:
+        with running as clusters:
             bootstrap = {
                 SOURCE: clusters[0].bootstrap_servers,
                 TARGET: clusters[1].bootstrap_servers,

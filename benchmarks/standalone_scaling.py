@@ -112,11 +112,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "controller), so the machine never saturates; brokers and driver stay uncapped",
     )
     parser.add_argument(
-        "--max-poll-records",
+        "--micro-batch-ms",
         type=int,
         default=None,
-        help="Mirrorline's records per partition and micro-batch (default: its own, 20000); "
-        "fewer, larger batches pay the fixed cost of a batch fewer times",
+        help="Mirrorline's micro-batch.duration.ms (default: its own, 5000); "
+        "fewer, longer batches pay the fixed cost of a batch fewer times",
     )
     parser.add_argument(
         "--data-path-mode",
@@ -178,8 +178,8 @@ def measure(
         )
         with config.open("a") as lines:
             lines.write(f"data.path.mode = {args.data_path_mode}\n")
-            if args.max_poll_records is not None:
-                lines.write(f"max.poll.records = {args.max_poll_records}\n")
+            if args.micro_batch_ms is not None:
+                lines.write(f"micro-batch.duration.ms = {args.micro_batch_ms}\n")
         command, env = mirrorline_command(config, work / f"driver-{name}")
         command += ["--master", cluster.master_url]
         for setting in args.spark_conf:
@@ -400,8 +400,8 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(work, ignore_errors=True)
     conditions = f", {args.data_path_mode}"
     conditions += f", each worker capped at {args.cpu_cap} cores" if args.cpu_cap else ""
-    if args.max_poll_records is not None:
-        conditions += f", max.poll.records {args.max_poll_records}"
+    if args.micro_batch_ms is not None:
+        conditions += f", micro-batch.duration.ms {args.micro_batch_ms}"
     if args.warm_up_records:
         conditions += f", after a warm-up of {args.warm_up_records:,} records"
     records = f"{args.records:,} records of {args.record_size} B"
@@ -422,7 +422,7 @@ def main(argv: list[str]) -> int:
                 "repeats": args.repeats,
                 "cpu_cap_cores_per_worker": args.cpu_cap,
                 "data_path_mode": args.data_path_mode,
-                "max_poll_records": args.max_poll_records or "Mirrorline's default",
+                "micro_batch_ms": args.micro_batch_ms or "Mirrorline's default",
                 "warm_up_records": args.warm_up_records,
                 "spark_conf": args.spark_conf,
             },

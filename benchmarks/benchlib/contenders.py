@@ -35,7 +35,7 @@ DATA_PATH_PRODUCER = {
     "compression.type": "none",
 }
 DATA_PATH_CONSUMER = {
-    "max.poll.records": "100000",
+    "max.poll.records": "500",  # MM2's default; `--max-poll-records` sets the run's
     "fetch.min.bytes": "1",
     "fetch.max.bytes": "52428800",
     "max.partition.fetch.bytes": "10485760",

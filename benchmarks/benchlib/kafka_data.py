@@ -55,6 +55,20 @@ def clusters_running(directory: Path, source_link: Link | None = None) -> Iterat
         clusters.down(progress=say)
 
 
+@contextmanager
+def dev_clusters_running(directory: Path) -> Iterator[list]:
+    """The clusters `east` and `west` that `mirrorline dev up --dir DIRECTORY` started,
+    as a user would have them (data on disk, no tuning); left running afterwards."""
+    running = {c.alias: c for c in DevClusters(directory).clusters()}
+    missing = [alias for alias in (SOURCE, TARGET) if alias not in running]
+    if missing:
+        raise BenchmarkError(
+            f"no dev cluster {', '.join(missing)} in {directory}: "
+            f"start them with `mirrorline dev up --dir {directory}`"
+        )
+    yield [running[SOURCE], running[TARGET]]
+
+
 def warm_up(clusters: list, records: int, partitions: int, size: int = 1024) -> None:
     """Write `records` records to every cluster and read them back, then delete them.
 

@@ -80,12 +80,17 @@ class FlowContext:
         return {f"kafka.{key}": value for key, value in self.source_reader_settings().items()}
 
     def source_reader_settings(self) -> dict[str, str]:
-        """The source consumer's settings for the writer's own reader (`jvm/writer`)."""
-        return {
+        """The source consumer's settings for the writer's own reader (`jvm/writer`).
+
+        `max.poll.records` is the flow's, however the file wrote it (as a flow
+        setting or a source consumer's).
+        """
+        settings = {
             key: str(value)
             for key, value in self.flow.java_client_settings("source", "consumer").items()
             if key not in SPARK_MANAGED
         }
+        return {**settings, "max.poll.records": str(self.settings.max_poll_records)}
 
     def close(self) -> None:
         """Release the shared admin clients; the collaborators must be closed already."""

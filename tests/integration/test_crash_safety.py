@@ -12,7 +12,7 @@ headers and timestamp, in source order per partition:
 - at-least-once (the default): the only extra records are re-read runs, each
   starting at a restart, going back to an earlier source record and continuing
   in order; one kill re-writes at most two micro-batches
-  (`max.poll.records` x partitions records each: the driver saves one batch's
+  (`micro-batch.max.records` records each: the driver saves one batch's
   progress while the next one is written);
 - exactly-once (`exactly.once.source.support = enabled`, read back with
   `isolation.level=read_committed`): every record exactly once.
@@ -54,7 +54,7 @@ def test_killed_or_stopped_driver_loses_nothing(two_clusters, tmp_path, mode):
         # stream per start, as long as a start takes on a quiet machine.
         rate=2_500,
         # 4,000 records per micro-batch: small enough to make the bound per kill tell.
-        max_poll_records=1_000,
+        batch_records=4_000,
         seed=_seed(),
         terminations=(2,),
     )

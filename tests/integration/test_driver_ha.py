@@ -23,7 +23,7 @@ from support.wait import wait_until
 PARTITIONS = 4
 RECORDS = 60_000  # at least; the stream goes on until the takeover is over
 RATE = 2_000  # records per second
-MAX_POLL_RECORDS = 2_000  # per partition and batch: bounds the duplicates of a takeover
+BATCH_RECORDS = 8_000  # micro-batch.max.records: bounds the duplicates of a takeover
 FLOW = "east->west"
 STARTUP_S = 240  # two JVMs and Spark sessions starting side by side on a small machine
 TAKEOVER_S = 30
@@ -235,7 +235,8 @@ def test_one_driver_replicates_and_the_standby_takes_over_when_it_is_killed(
     config = write_config(
         tmp_path / "mm2.properties",
         [east, west],
-        f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\nmax.poll.records = {MAX_POLL_RECORDS}\n"
+        f"{FLOW}.enabled = true\n{FLOW}.topics = {topic}\n"
+        f"micro-batch.max.records = {BATCH_RECORDS}\n"
         + ("exactly.once.source.support = enabled\n" if exactly_once else ""),
     )
     admin = AdminClient({"bootstrap.servers": west.bootstrap_servers})
@@ -364,7 +365,7 @@ def test_one_driver_replicates_and_the_standby_takes_over_when_it_is_killed(
         if exactly_once:  # the new leader's transactions fenced the killed driver's
             assert total_duplicates == 0
         # One takeover re-reads at most the batch the killed driver was writing.
-        assert total_duplicates <= MAX_POLL_RECORDS * PARTITIONS
+        assert total_duplicates <= BATCH_RECORDS
 
         # A clean stop ends the driver and everything it started.
         started_by_standby = _descendants(standby.pid)

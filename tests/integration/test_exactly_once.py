@@ -174,7 +174,7 @@ def test_driver_in_exactly_once_mode_restarts_without_duplicates(two_clusters, s
         f"east->west.enabled = true\neast->west.topics = {topic}\n"
         "exactly.once.source.support = enabled\n"
         "consumer.isolation.level = read_committed\n"
-        "max.poll.records = 700\n",
+        "micro-batch.max.records = 1400\n",
     )
     batch = [Record(f"k{i}".encode(), f"v{i}".encode(), partition=i % 2) for i in range(4000)]
     produce(east.bootstrap_servers, topic, batch)

@@ -51,8 +51,8 @@ from support.wait import wait_until
 CHECKOUT = Path(mirrorline.__file__).resolve().parents[2]
 PARTITIONS = 4
 WORKERS = 2
-# Per partition and micro-batch: several batches, each with a task per partition.
-MAX_POLL_RECORDS = 12_000
+# micro-batch.max.records: several batches, each with a task per partition.
+BATCH_RECORDS = 48_000
 # What the driver's checkpoint directory may hold: the logs Spark's micro-batch
 # engine writes on the driver. Executors would add `state/` (stateful operators).
 DRIVER_CHECKPOINT_ENTRIES = {"metadata", "offsets", "commits", "sources"}
@@ -259,7 +259,7 @@ def test_installed_package_replicates_through_executors_on_both_workers(
         tmp_path / "mm2.properties",
         [east, west],
         f"east->west.enabled = true\neast->west.topics = {topic}, {stamped}\n"
-        f"max.poll.records = {MAX_POLL_RECORDS}\n"
+        f"micro-batch.max.records = {BATCH_RECORDS}\n"
         f"plugin.path = {plugins}\n"
         "east->west.transforms = stamp\n"
         "east->west.transforms.stamp.type = example.Stamp\n"

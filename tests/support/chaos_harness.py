@@ -64,7 +64,7 @@ class ChaosPlan:
     partitions: int = 4
     rate: int = 1_000  # records/s into each flow's topic
     value_bytes: int = 64
-    max_poll_records: int = 1_000
+    batch_records: int | None = None  # micro-batch.max.records; None: sized by time alone
     mm2: bool = False  # MirrorMaker 2 beside Mirrorline
     window_s: float = 60.0  # record-age p99 per window of this length
     start_timeout_s: float = 240.0  # for the replicators' first copies
@@ -211,7 +211,7 @@ def run_chaos(dev: DevClusters, work_dir: Path, plan: ChaosPlan, say: Say = prin
         for f in flows
     }
     report = ChaosReport([str(e) for e in plan.events])
-    replicators = Replicators(dev, flows, plan.max_poll_records, work_dir, say, plan.service)
+    replicators = Replicators(dev, flows, plan.batch_records, work_dir, say, plan.service)
     threads = [*streams.values(), *watchers.values(), *sources.values()]
     for thread in threads:
         thread.start()

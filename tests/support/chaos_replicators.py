@@ -62,7 +62,7 @@ class Replicators:
         self,
         dev: DevClusters,
         flows: list[ChaosFlow],
-        max_poll_records: int,
+        batch_records: int | None,
         work_dir: Path,
         say: Say,
         service: bool = False,
@@ -70,7 +70,9 @@ class Replicators:
         (work_dir / "logs").mkdir(parents=True, exist_ok=True)
         ours = [f for f in flows if f.replicator == "mirrorline"]
         mm2 = [f for f in flows if f.replicator == "mm2"]
-        settings = ["replication.factor = 3", f"max.poll.records = {max_poll_records}"]
+        settings = ["replication.factor = 3"]
+        if batch_records is not None:
+            settings.append(f"micro-batch.max.records = {batch_records}")
         if service:
             # The service keeps its longest window of samples (60 minutes by default):
             # its memory would fill for the whole of an hour's soak. With 5 minutes

@@ -68,18 +68,13 @@ class Scenario:
     partitions: int
     kills: int
     rate: int  # records/s into the source topic
-    max_poll_records: int  # per partition and micro-batch: bounds the re-reads of one crash
+    batch_records: int  # micro-batch.max.records: bounds the re-reads of one crash
     seed: int
     max_kill_delay_s: float = 3.0  # longest wait, once the driver writes, before killing it
     # The starts (1-based) that end with SIGTERM to the driver's process group, not SIGKILL.
     terminations: tuple[int, ...] = ()
     start_timeout_s: float = 180.0  # for a started driver to write its first record
     catch_up_timeout_s: float = 300.0
-
-    @property
-    def batch_records(self) -> int:
-        """The most records one micro-batch reads (Spark's maxOffsetsPerTrigger)."""
-        return self.max_poll_records * self.partitions
 
     @property
     def replay_bound(self) -> int:
@@ -330,7 +325,7 @@ def run_crash_scenario(
         work_dir / f"{mode.name}.properties",
         [source, target],
         f"{flow}.enabled = true\n{flow}.topics = {topic}\n"
-        f"max.poll.records = {scenario.max_poll_records}\n{mode.settings}",
+        f"micro-batch.max.records = {scenario.batch_records}\n{mode.settings}",
     )
     say(
         f"{mode.name}: {scenario.records:,} records into {source.alias}/{topic} "

@@ -61,7 +61,7 @@ def test_example_loads_with_the_expected_effective_values() -> None:
     assert dr.topic_filter.matches("orders-2024") and not dr.topic_filter.matches("clickstream")
     assert dr.value("sync.group.offsets.enabled") is True
     assert dr.value("tasks.max") == 4
-    assert dr.value("max.poll.records") == 20000
+    assert dr.value("max.poll.records") == 500
     analytics = config.flow("us-west", "eu-central")
     assert analytics.value("max.poll.records") == 2000
     assert analytics.start_position.kind == "latest"
@@ -95,8 +95,7 @@ def test_config_check_summarizes_clusters_and_flows(runner: CliRunner) -> None:
         "  groups.exclude  console-consumer-.*, connect-.*, __.* (default)",
         "  policy          DefaultReplicationPolicy (orders → us-west.orders)",
         "  mode            at-least-once",
-        "  data path       micro-batch (at most 20000 records per partition and batch), "
-        "at most 4 tasks",
+        "  data path       micro-batch (batches of about 5 s on a backlog), at most 4 tasks",
         "  control loops   refresh.topics 300 s, refresh.groups 600 s, sync.topic.configs 600 s, "
         "sync.topic.acls 600 s, emit.checkpoints 30 s, emit.heartbeats 1 s, emit.metrics 5 s, "
         "sync.group.offsets 60 s",

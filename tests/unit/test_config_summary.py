@@ -57,7 +57,7 @@ def test_a_flow_shows_its_lists_policy_mode_data_path_and_loops() -> None:
     assert shown["policy"] == ["DefaultReplicationPolicy (orders → A.orders)"]
     assert shown["mode"] == ["at-least-once"]
     assert shown["data path"] == [
-        "micro-batch (at most 20000 records per partition and batch), one task per source partition"
+        "micro-batch (batches of about 5 s on a backlog), one task per source partition"
     ]
     assert shown["control loops"] == [
         "refresh.topics 600 s, refresh.groups 600 s, sync.topic.configs 600 s, "
@@ -74,6 +74,7 @@ def test_modes_data_paths_and_loops_follow_the_settings() -> None:
             "A->B.errors.tolerance = all\n"
             "A->B.errors.deadletterqueue.topic.name = dlq\n"
             "A->B.tasks.max = 3\n"
+            "A->B.micro-batch.max.records = 40000\n"
             "A->B.replication.policy.class = IdentityReplicationPolicy\n"
             "A->B.emit.heartbeats.enabled = false\n"
         )
@@ -81,7 +82,9 @@ def test_modes_data_paths_and_loops_follow_the_settings() -> None:
     assert shown["mode"] == [
         "exactly-once (Kafka transactions); records the target refuses are skipped to dlq"
     ]
-    assert shown["data path"][0].endswith(", at most 3 tasks")
+    assert shown["data path"] == [
+        "micro-batch (batches of about 5 s on a backlog, at most 40000 records), at most 3 tasks"
+    ]
     assert shown["policy"] == ["IdentityReplicationPolicy (orders → orders)"]
     real_time = rows(flow("A->B.data.path.mode = real-time\nA->B.real-time.batch.ms = 30000\n"))
     assert real_time["data path"] == [

@@ -73,7 +73,9 @@ MM2_DEFAULTS = {
     "header.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.topic.replication.factor": 3,
-    "max.poll.records": 20000,
+    "max.poll.records": 500,
+    "micro-batch.duration.ms": 5000,
+    "micro-batch.max.records": 0,
     "data.path.mode": "micro-batch",
     "real-time.batch.ms": 1800000,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirrorline.config.flow_settings import FlowSettings, LoopIntervals
+from mirrorline.config.flow_settings import FlowSettings, LoopIntervals, PaceSettings
 from mirrorline.config.loader import parse_config
 from mirrorline.flow_context import FlowContext
 from mirrorline.kafka import KafkaOperationError
@@ -29,7 +29,8 @@ def test_defaults_are_mm2s_with_types_a_checker_follows():
         checkpoints_replication_factor=3,
         heartbeats_replication_factor=3,
         offset_lag_max=100,
-        max_poll_records=20000,
+        max_poll_records=500,
+        micro_batch=PaceSettings(duration_s=5.0, max_records=None),
         tasks_max=None,
         exactly_once=False,
         tolerate_refusals=False,
@@ -61,7 +62,9 @@ def test_configured_values_override_the_defaults():
             "emit.checkpoints.enabled = false\n"
             "sync.group.offsets.enabled = true\n"
             "sync.group.offsets.interval.seconds = 5\n"
-            "A->B.max.poll.records = 500\n"
+            "A->B.max.poll.records = 700\n"
+            "micro-batch.duration.ms = 2500\n"
+            "A->B.micro-batch.max.records = 9000\n"
         )
     )
     assert settings.tasks_max == 1
@@ -70,7 +73,8 @@ def test_configured_values_override_the_defaults():
     assert settings.dead_letter_topic == "refused"
     assert settings.intervals.emit_checkpoints is None
     assert settings.intervals.sync_group_offsets == 5.0
-    assert settings.max_poll_records == 500
+    assert settings.max_poll_records == 700
+    assert settings.micro_batch == PaceSettings(duration_s=2.5, max_records=9000)
 
 
 def test_real_time_batches_only_in_real_time_mode():

@@ -209,8 +209,10 @@ def _data_path(flow: FlowConfig) -> str:
     if flow.value("data.path.mode") == "real-time":
         batch = _seconds(flow.value("real-time.batch.ms") / 1000)
         return f"real-time (batches of {batch}, progress saved four times a second), {spread}"
-    records = flow.value("max.poll.records")
-    return f"micro-batch (at most {records} records per partition and batch), {spread}"
+    duration = _seconds(flow.value("micro-batch.duration.ms") / 1000)
+    most = flow.value("micro-batch.max.records")
+    bound = f", at most {most} records" if most else ""
+    return f"micro-batch (batches of about {duration} on a backlog{bound}), {spread}"
 
 
 def _seconds(value: float) -> str:

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from mirrorline.config.model import FlowConfig
 
-__all__ = ["FlowSettings", "LoopIntervals"]
+__all__ = ["FlowSettings", "LoopIntervals", "PaceSettings"]
 
 _T = TypeVar("_T")
 
@@ -38,6 +38,14 @@ class LoopIntervals:
 
 
 @dataclass(frozen=True)
+class PaceSettings:
+    """How a flow sizes its micro-batches (`engine.batch_pace`)."""
+
+    duration_s: float  # micro-batch.duration.ms: how long a backlog batch aims to take
+    max_records: int | None  # micro-batch.max.records; None: no bound but the duration
+
+
+@dataclass(frozen=True)
 class FlowSettings:
     """The typed settings of one flow (see the module's docstring)."""
 
@@ -46,7 +54,9 @@ class FlowSettings:
     checkpoints_replication_factor: int
     heartbeats_replication_factor: int
     offset_lag_max: int  # an offset sync at least every this many records
-    max_poll_records: int  # most records read per source partition in one batch
+    max_poll_records: int  # most records one poll of a source consumer hands out
+    # How micro-batches are sized (`engine.batch_pace`).
+    micro_batch: PaceSettings
     # Spark partitions per batch when `tasks.max` is set; None: one per source partition.
     tasks_max: int | None
     exactly_once: bool  # exactly.once.source.support = enabled
@@ -73,6 +83,10 @@ class FlowSettings:
             heartbeats_replication_factor=_typed(flow, "heartbeats.topic.replication.factor", int),
             offset_lag_max=_typed(flow, "offset.lag.max", int),
             max_poll_records=_typed(flow, "max.poll.records", int),
+            micro_batch=PaceSettings(
+                duration_s=_typed(flow, "micro-batch.duration.ms", int) / 1000,
+                max_records=_typed(flow, "micro-batch.max.records", int) or None,
+            ),
             tasks_max=None if tasks.origin.is_default else _typed(flow, "tasks.max", int),
             exactly_once=_typed(flow, "exactly.once.source.support", str) == "enabled",
             tolerate_refusals=_typed(flow, "errors.tolerance", str) == "all",

@@ -338,10 +338,28 @@ _SPECS = [
     ),
     SettingSpec(
         "max.poll.records",
-        "20000",
+        "500",
         lambda t: parse_int(t, minimum=1),
-        "Mirrorline: most records read per source partition in one micro-batch "
-        "(far above the Java consumer's 500: each Spark batch has a fixed cost).",
+        "Most records one poll of a source consumer hands out, as in Kafka's consumer "
+        "(the writer's readers take at most 10000 a poll). It does not size micro-batches: "
+        "see micro-batch.duration.ms.",
+    ),
+    SettingSpec(
+        "micro-batch.duration.ms",
+        "5000",
+        lambda t: parse_int(t, minimum=100),
+        "Mirrorline: how long a micro-batch aims to take on a backlog. Each batch reads "
+        "what the flow moved per second in its last batch times this; longer batches "
+        "spread each batch's fixed cost over more records, shorter ones save progress and "
+        "offset syncs sooner and replay less after a crash.",
+    ),
+    SettingSpec(
+        "micro-batch.max.records",
+        "0",
+        lambda t: parse_int(t, minimum=0),
+        "Mirrorline: most source records one micro-batch reads, over all of the flow's "
+        "partitions (a bound on what one crash re-copies in at-least-once mode); "
+        "0: no bound but micro-batch.duration.ms.",
     ),
     SettingSpec(
         "data.path.mode",

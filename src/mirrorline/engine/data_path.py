@@ -2,11 +2,11 @@
 
 The query plans micro-batches over exactly the source partitions that exist on
 the target (`TopicManager.ready()`), with Spark's Kafka source in `assign` mode,
-from the offsets the flow gives it (its progress, or its start positions). The
-executors read each micro-batch's offset ranges and write them
-(`batch_writer.write_batch`), and its
-results go to the flow's `BatchCommitter`, which writes the driver's
-bookkeeping while the next batch runs.
+from the offsets the flow gives it (its progress, or its start positions), each
+batch sized by time (`engine.batch_pace`). The executors read each batch's
+offset ranges and write them (`batch_writer.write_batch`), and its results go to
+the flow's `BatchCommitter`, which writes the driver's bookkeeping while the
+next batch runs.
 
 The query is stopped between batches: stopping lets the batch in flight end
 and its bookkeeping be written (`DRAIN_S` at most; after that both are
@@ -53,6 +53,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from mirrorline.engine.batch_commit import BatchCommitter
+from mirrorline.engine.batch_pace import PACED_SOURCE, PacedQuery
 from mirrorline.engine.batch_writer import (
     PartitionResult,
     WriteSpec,
@@ -182,6 +183,7 @@ class DataPath:
         self._batch_lock = threading.Lock()
         self._query: StreamingQuery | None = None
         self._results: RealTimeResults | None = None  # in real-time mode
+        self._pace: PacedQuery | None = None  # in micro-batch mode
         self._checkpoint: Path | None = None
 
     @property
@@ -212,21 +214,22 @@ class DataPath:
         self._checkpoint = (
             self._work_dir / "checkpoints" / self._context.name.replace(">", "") / uuid.uuid4().hex
         )
-        reader = spark.readStream.format("kafka")
-        for key, value in self._context.spark_source_options().items():
-            reader = reader.option(key, value)
-        reader = (
-            reader.option("assign", json.dumps({t: list(range(n)) for t, n in ready.items()}))
-            .option("startingOffsets", json.dumps(starting))
-            .option("failOnDataLoss", "false")
-            .option("includeHeaders", "true")
-        )
         name = f"mirrorline {self._context.name} {uuid.uuid4().hex[:6]}"
-        if settings.real_time_batch_ms is not None:
-            self._start_real_time(run, reader.load(), name, sum(ready.values()))
+        partitions = sum(ready.values())
+        real_time = settings.real_time_batch_ms is not None
+        reader = spark.readStream.format("kafka" if real_time else PACED_SOURCE)
+        options = {
+            **self._context.spark_source_options(),
+            "assign": json.dumps({t: list(range(n)) for t, n in ready.items()}),
+            "startingOffsets": json.dumps(starting),
+            "failOnDataLoss": "false",
+            "includeHeaders": "true",
+        }
+        if real_time:
+            self._start_real_time(run, reader.options(**options).load(), name, partitions)
             return
-        per_batch = settings.max_poll_records * sum(ready.values())
-        frame = reader.option("maxOffsetsPerTrigger", str(per_batch)).load()
+        self._pace = PacedQuery(spark, name, settings.micro_batch, partitions)
+        frame = reader.options(**options, **self._pace.options()).load()
         self._query = (
             frame.writeStream.queryName(name)
             .foreachBatch(functools.partial(self._on_batch, run))
@@ -271,6 +274,8 @@ class DataPath:
         self._resumed.clear()
 
     def resume(self) -> None:
+        if self._pace is not None:
+            self._pace.paused()
         self._resumed.set()
 
     def failure(self) -> str | None:
@@ -320,6 +325,9 @@ class DataPath:
             finally:
                 with self._gate:
                     self._draining = False
+        if self._pace is not None:
+            self._pace.close()
+            self._pace = None
         if self._checkpoint is not None:
             shutil.rmtree(self._checkpoint, ignore_errors=True)
             self._checkpoint = None
@@ -379,7 +387,10 @@ class DataPath:
     def _write(self, run: _Run, frame: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         spec = with_size_limits(run.spec, self._size_limits())
-        self._hand_over(run, batch_id, write_batch(frame, spec, self._job_group), started)
+        results = write_batch(frame, spec, self._job_group)
+        if (pace := self._pace) is not None:
+            pace.batch_done(sum(r.next_offset - r.first_seen for r in results), started)
+        self._hand_over(run, batch_id, results, started)
 
     def _hand_over(
         self, run: _Run, batch_id: int, results: Sequence[PartitionResult], started: float

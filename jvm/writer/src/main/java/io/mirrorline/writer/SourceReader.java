@@ -220,7 +220,7 @@ final class SourceReader {
           range.executor);
     }
 
-    /** The user's max.poll.records (a batch's records per partition), capped for one poll. */
+    /** The flow's max.poll.records (records per poll, as in Kafka's consumer), capped. */
     static int pollRecords(Object configured) {
       int max = configured == null ? POLL_RECORDS : Integer.parseInt(configured.toString().trim());
       return Math.min(max, POLL_RECORDS);

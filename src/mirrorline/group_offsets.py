@@ -8,7 +8,12 @@ group's offsets on a target cluster. Two rules protect the group's consumers:
   first (`describe_group`), to give a clear reason before anything is written;
   the automatic sync, which runs in the driver, takes the broker's refusal as
   the answer, so that the driver never sends librdkafka's admin coordinator
-  requests (see `OutsideMember`).
+  requests (see `OutsideMember`). The refusal cannot race with a consumer
+  that joins: the broker decides at the commit itself, whatever the sync read
+  before (`test_group_offset_sync`, both group protocols). What the broker
+  cannot refuse is a consumer that joins, commits and leaves again entirely
+  between the sync's read and its commit, a few milliseconds: Kafka has no
+  conditional commit.
 - A partition is never moved backwards from the group's committed offset
   (`plan_moves`): offsets ahead of the translation were committed by the
   group's own consumers on this cluster, after a failover, and moving them back

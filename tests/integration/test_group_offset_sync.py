@@ -3,15 +3,19 @@
 A group with an active member on the target is never written to; a group whose
 offset on the target is ahead of its checkpoint (its consumers there went on
 after a failover) is never moved back. Checkpoint latency is measured on a
-group that keeps committing.
+group that keeps committing. A consumer that joins the group between the
+sync's read of the group's offsets and its commit is not overwritten either:
+the broker refuses the commit, under both group protocols.
 """
 
 from __future__ import annotations
 
 import threading
 
-from confluent_kafka import Consumer
+import pytest
+from confluent_kafka import Consumer, TopicPartition
 
+from mirrorline.group_offsets import ActiveGroupError, OffsetAndMetadata, OutsideMember, plan_moves
 from support.driving import running_driver, write_config
 from support.kafka_io import (
     Record,
@@ -110,14 +114,49 @@ def test_sync_never_overwrites_an_active_group_nor_moves_one_back(two_clusters, 
         member.close()
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_that_joins_while_a_sync_runs_is_never_overwritten(two_clusters, protocol):
+    """The sync's steps in its order (`Checkpointer.sync_group_offsets`): read the
+    group's offsets, plan, commit; here a consumer joins and commits between the
+    read and the commit, the sync's plan is stale, and nothing of it is written."""
+    _, west = two_clusters
+    remote = unique_name("east.joined")
+    group = unique_name("joining")
+    create_topic(west.bootstrap_servers, remote, 2)
+    commit_offsets(west.bootstrap_servers, group, remote, {0: 100, 1: 100})
+    checkpointed = {(remote, p): OffsetAndMetadata(400, "from east") for p in (0, 1)}
+    with OutsideMember({"bootstrap.servers": west.bootstrap_servers}, group, 30) as sync:
+        plan = plan_moves(sync.committed(checkpointed), checkpointed)
+        assert set(plan.moves) == set(checkpointed)  # the group was behind: a move
+
+        member = _ActiveMember(west.bootstrap_servers, group, remote, protocol=protocol)
+        try:
+            wait_until(member.joined, timeout=60, what=f"a member of {group} on west")
+            member.commit({0: 900, 1: 950})  # its own consumers went on meanwhile
+            with pytest.raises(ActiveGroupError, match="has active members"):
+                sync.commit(plan.moves)
+            assert committed_offsets(west.bootstrap_servers, group, remote, 2) == {0: 900, 1: 950}
+
+            # The next round reads the member's offsets: ahead, held back, nothing to move.
+            again = plan_moves(sync.committed(checkpointed), checkpointed)
+            assert again.moves == {}
+            assert again.held_back == {(remote, 0): (900, 400), (remote, 1): (950, 400)}
+            assert member.failures == []
+        finally:
+            member.close()
+    assert committed_offsets(west.bootstrap_servers, group, remote, 2) == {0: 900, 1: 950}
+
+
 class _ActiveMember:
     """A consumer of the group on west that stays a member while it polls."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, protocol: str = "classic") -> None:
+        self._topic = topic
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
+                "group.protocol": protocol,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "latest",
             }
@@ -140,6 +179,13 @@ class _ActiveMember:
             if self._consumer.assignment():
                 self._assigned.set()
         self._consumer.close()
+
+    def commit(self, offsets: dict[int, int]) -> None:
+        """Commit as the member it is (its generation), as its application would."""
+        self._consumer.commit(
+            offsets=[TopicPartition(self._topic, p, o) for p, o in offsets.items()],
+            asynchronous=False,
+        )
 
     def close(self) -> None:
         self._stop.set()

@@ -10,7 +10,9 @@ the broker refuses the commit, under both group protocols.
 
 from __future__ import annotations
 
+import queue
 import threading
+from concurrent.futures import Future
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -148,7 +150,11 @@ def test_a_consumer_that_joins_while_a_sync_runs_is_never_overwritten(two_cluste
 
 
 class _ActiveMember:
-    """A consumer of the group on west that stays a member while it polls."""
+    """A consumer of the group on west that stays a member while it polls.
+
+    One thread owns the consumer: it polls, and it makes the commits asked of it,
+    so no librdkafka call of this consumer ever runs beside another.
+    """
 
     def __init__(self, bootstrap: str, group: str, topic: str, protocol: str = "classic") -> None:
         self._topic = topic
@@ -164,6 +170,7 @@ class _ActiveMember:
         self._consumer.subscribe([topic])
         self._stop = threading.Event()
         self._assigned = threading.Event()
+        self._commits: queue.Queue[tuple[dict[int, int], Future[None]]] = queue.Queue()
         self.failures: list[str] = []
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -178,14 +185,26 @@ class _ActiveMember:
                 self.failures.append(str(msg.error()))
             if self._consumer.assignment():
                 self._assigned.set()
+            self._serve_commits()
         self._consumer.close()
+
+    def _serve_commits(self) -> None:
+        while not self._commits.empty():
+            offsets, done = self._commits.get()
+            try:
+                self._consumer.commit(
+                    offsets=[TopicPartition(self._topic, p, o) for p, o in offsets.items()],
+                    asynchronous=False,
+                )
+                done.set_result(None)
+            except Exception as err:  # handed to the test's thread, which raises it
+                done.set_exception(err)
 
     def commit(self, offsets: dict[int, int]) -> None:
         """Commit as the member it is (its generation), as its application would."""
-        self._consumer.commit(
-            offsets=[TopicPartition(self._topic, p, o) for p, o in offsets.items()],
-            asynchronous=False,
-        )
+        done: Future[None] = Future()
+        self._commits.put((offsets, done))
+        done.result(timeout=60)
 
     def close(self) -> None:
         self._stop.set()

@@ -176,13 +176,18 @@ def produce(
             kwargs["timestamp"] = record.timestamp
         if record.headers:
             kwargs["headers"] = list(record.headers)
-        producer.produce(
-            topic,
-            key=record.key,
-            value=record.value,
-            on_delivery=lambda err, msg, r=record: on_delivery(err, msg, r),
-            **kwargs,
-        )
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    key=record.key,
+                    value=record.value,
+                    on_delivery=lambda err, msg, r=record: on_delivery(err, msg, r),
+                    **kwargs,
+                )
+                break
+            except BufferError:  # the local queue is full: serve deliveries, then retry
+                producer.poll(1)
         producer.poll(0)
     remaining = producer.flush(60)
     if errors or remaining:

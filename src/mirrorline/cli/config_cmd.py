@@ -37,6 +37,8 @@ _GROUPS: list[tuple[str, tuple[str, ...]]] = [
             "start.position",
             "tasks.max",
             "max.poll.records",
+            "micro-batch.duration.ms",
+            "micro-batch.max.records",
             "exactly.once.source.support",
             "errors.tolerance",
             "errors.deadletterqueue.topic.name",

@@ -127,7 +127,9 @@ def advise(flow: FlowConfig, round_trip_ms: float) -> SourceLink:
         age = MICRO_BATCH_BASE_MS + MICRO_BATCH_ROUND_TRIPS * round_trip_ms
         facts.append(f"micro-batches: record age about {age:,.0f} ms at p50 at this distance")
         if settings.exactly_once:
-            advice.append("exactly-once runs in micro-batches; larger max.poll.records makes fewer")
+            advice.append(
+                "exactly-once runs in micro-batches; a longer micro-batch.duration.ms makes fewer"
+            )
         else:
             advice.append(
                 f"data.path.mode = real-time keeps record age near one round trip "

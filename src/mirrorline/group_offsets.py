@@ -23,9 +23,10 @@ group's offsets on a target cluster. Two rules protect the group's consumers:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -34,6 +35,13 @@ from mirrorline.admin_client import AdminClient
 from mirrorline.kafka import KafkaOperationError, asked_until_answered
 
 TopicPartition = tuple[str, int]
+T = TypeVar("T")
+
+#: Groups asked about at once by `for_each_group`. Each question costs a few round
+#: trips (a client's connection, FindCoordinator, OffsetFetch or OffsetCommit), so a
+#: round over a thousand groups one at a time takes seconds on loopback and minutes
+#: on a far cluster; each of these clients is a librdkafka instance with its threads.
+GROUPS_AT_ONCE = 16
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,20 @@ class OutsideMember:
                     tp.error,
                     f"offset {tp.offset} on {tp.topic} partition {tp.partition}",
                 )
+
+
+def for_each_group(
+    groups: Iterable[str], ask: Callable[[str], T], at_once: int = GROUPS_AT_ONCE
+) -> dict[str, T]:
+    """`ask(group)` for every group, `at_once` groups at a time; the answers by group,
+    in the order given. One group's failure stops none of the others: once all are done,
+    the first (in that order) that raised raises here."""
+    wanted = list(groups)
+    if len(wanted) <= 1:
+        return {group: ask(group) for group in wanted}
+    with ThreadPoolExecutor(min(at_once, len(wanted)), thread_name_prefix="group") as pool:
+        asked = [pool.submit(ask, group) for group in wanted]
+    return {group: answer.result() for group, answer in zip(wanted, asked, strict=True)}
 
 
 def committed_offsets(

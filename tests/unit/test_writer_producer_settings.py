@@ -4,8 +4,8 @@ and how many tasks of an executor share it."""
 from types import SimpleNamespace
 
 from mirrorline.engine.batch_writer import producer_settings
-from mirrorline.engine.data_path import partitions_per_executor
 from mirrorline.engine.session import executor_task_slots
+from mirrorline.engine.write_specs import partitions_per_executor
 
 
 def test_requirements_win_over_the_user_and_defaults_lose_to_it():

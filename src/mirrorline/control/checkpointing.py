@@ -30,6 +30,10 @@ following `group_offsets`' rules: only to groups without active members (the
 target refuses a commit to the others; the sync counts them as skipped), and
 never moving a partition backwards from what the group committed there.
 
+Both rounds ask about `group_offsets.GROUPS_AT_ONCE` groups at a time
+(`for_each_group`): each group's offsets cost a client's round trips, and a
+thousand groups one after the other would make a round outlast its interval.
+
 Mirrorline's own groups (`mirrorline.*`: flow leadership, exactly-once
 positions) are never checkpointed, whatever the filter says.
 """
@@ -53,9 +57,11 @@ from mirrorline.flow_context import FlowContext
 from mirrorline.formats import Checkpoint
 from mirrorline.group_offsets import (
     ActiveGroupError,
+    MovePlan,
     OffsetAndMetadata,
     OutsideMember,
     committed_offsets,
+    for_each_group,
     plan_moves,
 )
 from mirrorline.kafka import KafkaOperationError
@@ -160,9 +166,8 @@ class Checkpointer:
         partitions = [
             (t, p) for t, n in {**replicated, **self._from_target()}.items() for p in range(n)
         ]
-        for group in self._groups:
-            now = time.monotonic()
-            offsets = committed_offsets(self._source_consumer, group, partitions, _TIMEOUT_S)
+        read = for_each_group(self._groups, lambda group: self._read(group, partitions))
+        for group, (now, offsets) in read.items():
             for (topic, partition), committed in sorted(offsets.items()):
                 read_at = now
                 if topic in replicated:
@@ -200,6 +205,13 @@ class Checkpointer:
         self._untranslated = untranslated
         self._translated_by_timestamp = tuple(sorted(by_timestamp))
         return written
+
+    def _read(
+        self, group: str, partitions: Sequence[SourcePartition]
+    ) -> tuple[float, dict[SourcePartition, OffsetAndMetadata]]:
+        """When the group's offsets were read, and what they were."""
+        now = time.monotonic()
+        return now, committed_offsets(self._source_consumer, group, partitions, _TIMEOUT_S)
 
     def catch_up(self, store: TranslationStore, read_until: Mapping[SourcePartition, int]) -> int:
         """Checkpoint the commits noted ahead of the progress that it has passed since.
@@ -264,18 +276,27 @@ class Checkpointer:
                     checkpoint.downstream_offset, checkpoint.metadata
                 )
         moved = 0
-        for group, offsets in sorted(wanted.items()):
-            with OutsideMember(self._target_consumer, group, _TIMEOUT_S) as member:
-                plan = plan_moves(member.committed(offsets), offsets)
-                try:
-                    member.commit(plan.moves)
-                except ActiveGroupError:
-                    self._skipped_active += 1  # its consumers' offsets win
-                    continue
+        synced = for_each_group(sorted(wanted), lambda group: self._sync(group, wanted[group]))
+        for group, plan in synced.items():
+            if plan is None:
+                self._skipped_active += 1  # its consumers' offsets win
+                continue
             self._hold_back(group, plan.held_back)
             moved += len(plan.moves)
         self._synced += moved
         return moved
+
+    def _sync(
+        self, group: str, offsets: Mapping[SourcePartition, OffsetAndMetadata]
+    ) -> MovePlan | None:
+        """Commit what moves forward to the target group; None if it has active members."""
+        with OutsideMember(self._target_consumer, group, _TIMEOUT_S) as member:
+            plan = plan_moves(member.committed(offsets), offsets)
+            try:
+                member.commit(plan.moves)
+            except ActiveGroupError:
+                return None
+        return plan
 
     def _hold_back(self, group: str, held_back: Mapping[SourcePartition, tuple[int, int]]) -> None:
         """Count the partitions left ahead of their checkpoint; say so once per position."""

@@ -35,11 +35,9 @@ batch in progress.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
-import math
 import shutil
 import threading
 import time
@@ -54,19 +52,13 @@ from pyspark.sql.streaming import StreamingQuery
 
 from mirrorline.engine.batch_commit import BatchCommitter
 from mirrorline.engine.batch_pace import PACED_SOURCE, PacedQuery
-from mirrorline.engine.batch_writer import (
-    PartitionResult,
-    WriteSpec,
-    cancel_batch,
-    write_batch,
-)
-from mirrorline.engine.progress import PROGRESS_TOPIC
+from mirrorline.engine.batch_writer import PartitionResult, WriteSpec, cancel_batch, write_batch
 from mirrorline.engine.provenance import Provenance
 from mirrorline.engine.real_time import RealTimeResults, start_real_time
 from mirrorline.engine.session import executor_task_slots
 from mirrorline.engine.spark_promise import SparkPromise
 from mirrorline.engine.status import summarise
-from mirrorline.engine.transactional import ExactlyOnceSpec, position_group
+from mirrorline.engine.write_specs import with_size_limits, write_spec
 from mirrorline.flow_context import FlowContext
 
 log = logging.getLogger(__name__)
@@ -82,57 +74,6 @@ ASYNC_PROGRESS = {
     "_asyncProgressTrackingOverrideSinkSupportCheck": "true",
     "asyncProgressTrackingCheckpointIntervalMs": str(60 * 60 * 1000),
 }
-
-
-def write_spec(
-    context: FlowContext,
-    ready: Mapping[str, int],
-    provenance: Provenance | None,
-    task_slots: int,
-) -> WriteSpec:
-    """What the executors need to write the flow's records; shipped with every task.
-
-    `task_slots`: the most tasks one executor runs at once (`executor_task_slots`).
-    """
-    settings = context.settings
-    exactly_once = (
-        ExactlyOnceSpec(
-            progress_topic=PROGRESS_TOPIC,
-            position_group=position_group(context.name),
-            consumer_settings=dict(context.flow.java_client_settings("target", "consumer")),
-        )
-        if settings.exactly_once
-        else None
-    )
-    return WriteSpec(
-        flow=context.name,
-        # The writer is a Java client: Java names, as in MM2's file.
-        producer_settings=dict(context.flow.java_client_settings("target", "producer")),
-        source_settings=context.source_reader_settings(),
-        remote_topics={t: context.flow.remote_topic(t) for t in ready},
-        offset_lag_max=settings.offset_lag_max,
-        provenance=provenance,
-        tolerate_refusals=settings.tolerate_refusals,
-        dead_letter_topic=settings.dead_letter_topic,
-        exactly_once=exactly_once,
-        tasks_max=settings.tasks_max,
-        partitions_per_executor=partitions_per_executor(
-            sum(ready.values()), settings.tasks_max, task_slots
-        ),
-        transforms=context.flow.transforms.as_json(),
-    )
-
-
-def partitions_per_executor(partitions: int, tasks_max: int | None, task_slots: int) -> int:
-    """The most source partitions one executor writes at once: its task slots, each
-    running a task of the batch, which holds one partition, or several under `tasks.max`."""
-    tasks = max(1, min(tasks_max or partitions, partitions))
-    return min(task_slots, tasks) * math.ceil(partitions / tasks)
-
-
-def with_size_limits(spec: WriteSpec, limits: Mapping[str, int]) -> WriteSpec:
-    """One batch's spec: the target topics' size limits as last seen (they change any time)."""
-    return dataclasses.replace(spec, size_limits=limits)
 
 
 @dataclass(frozen=True)

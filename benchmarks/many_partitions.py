@@ -20,12 +20,10 @@ Run: `.venv/bin/python benchmarks/many_partitions.py [--topics N] [--partitions 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -33,7 +31,7 @@ sys.path.insert(0, str(BENCH_DIR.parent / "src"))
 sys.path.insert(0, str(BENCH_DIR))
 
 from benchlib.common import SOURCE, TARGET, say  # noqa: E402
-from benchlib.environment import environment  # noqa: E402
+from benchlib.environment import save_result  # noqa: E402
 from benchlib.kafka_data import clusters_running  # noqa: E402
 from benchlib.replicators import (  # noqa: E402
     MM2_STORAGE_LINES,
@@ -69,12 +67,19 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+# Topics per CreateTopics request: a KRaft controller refuses one that would add more
+# than 10,000 records to its log at once (a topic and each of its partitions is one).
+TOPICS_PER_REQUEST = 100
+
+
 def _create(bootstrap: str, names: list[str], partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics(
-        [NewTopic(n, partitions, 1) for n in names], request_timeout=120
-    ).values():
-        future.result(180)
+    for start in range(0, len(names), TOPICS_PER_REQUEST):
+        chunk = names[start : start + TOPICS_PER_REQUEST]
+        for future in admin.create_topics(
+            [NewTopic(n, partitions, 1) for n in chunk], request_timeout=120
+        ).values():
+            future.result(180)
 
 
 def _fill(bootstrap: str, names: list[str], partitions: int, records: int) -> None:
@@ -177,10 +182,7 @@ def _report(runs: list[dict], opts, argv: list[str]) -> None:
         )
     if opts.no_save:
         return
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M")
-    out = BENCH_DIR / "results" / f"many-partitions-{stamp}.json"
-    document = {"command": ["benchmarks/many_partitions.py", *argv], "runs": runs}
-    out.write_text(json.dumps({**document, "environment": environment()}, indent=2) + "\n")
+    out = save_result("many-partitions", "benchmarks/many_partitions.py", argv, runs)
     say(f"saved {out}")
 
 

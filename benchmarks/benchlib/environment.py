@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 from benchlib.common import REPO
@@ -105,3 +107,13 @@ def environment_text(env: dict) -> str:
         f"Mirrorline engine ({' and '.join(d + '/' for d in ENGINE_DIRS)}) at commit "
         f"{versions['mirrorline_commit']}."
     )
+
+
+def save_result(kind: str, script: str, argv: list[str], runs: list[dict]) -> Path:
+    """Write `results/<kind>-<UTC date and time>.json`: the command, the runs and the
+    environment; returns its path."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d-%H%M")
+    out = REPO / "benchmarks" / "results" / f"{kind}-{stamp}.json"
+    document = {"command": [script, *argv], "runs": runs, "environment": environment()}
+    out.write_text(json.dumps(document, indent=2) + "\n")
+    return out

@@ -57,7 +57,7 @@ class FlowSettings:
     max_poll_records: int  # most records one poll of a source consumer hands out
     # How micro-batches are sized (`engine.batch_pace`).
     micro_batch: PaceSettings
-    # Spark partitions per batch when `tasks.max` is set; None: one per source partition.
+    # Most Spark tasks per batch when `tasks.max` is set; None: the executors' task slots.
     tasks_max: int | None
     exactly_once: bool  # exactly.once.source.support = enabled
     tolerate_refusals: bool  # errors.tolerance = all

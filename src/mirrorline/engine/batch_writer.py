@@ -65,7 +65,9 @@ class WriteSpec:
     tolerate_refusals: bool = False
     dead_letter_topic: str | None = None
     exactly_once: ExactlyOnceSpec | None = None
-    tasks_max: int | None = None  # most tasks of a batch; None: one per source partition
+    tasks_max: int | None = None  # most tasks of a batch; None: no bound but `task_slots`
+    # The tasks one executor runs at once: a batch has at most that many per executor.
+    task_slots: int = 0
     # Most source partitions one executor writes at once. At-least-once tasks share the
     # executor's producer, which gets room for each one's batches (`ProducerPool.forPartitions`).
     partitions_per_executor: int = 1
@@ -82,6 +84,7 @@ class WriteSpec:
                 "producer": producer_settings(self.producer_settings, self.size_limits),
                 "source": dict(self.source_settings),
                 "tasks_max": self.tasks_max or 0,
+                "task_slots": self.task_slots,
                 "partitions_per_executor": self.partitions_per_executor,
                 "remote_topics": dict(self.remote_topics),
                 "provenance": None

@@ -47,6 +47,7 @@ def write_spec(
         dead_letter_topic=settings.dead_letter_topic,
         exactly_once=exactly_once,
         tasks_max=settings.tasks_max,
+        task_slots=task_slots,
         partitions_per_executor=partitions_per_executor(
             sum(ready.values()), settings.tasks_max, task_slots
         ),
@@ -55,8 +56,9 @@ def write_spec(
 
 
 def partitions_per_executor(partitions: int, tasks_max: int | None, task_slots: int) -> int:
-    """The most source partitions one executor writes at once: its task slots, each
-    running a task of the batch, which holds one partition, or several under `tasks.max`."""
+    """The source partitions one executor's shared producer gets room for: one per task
+    slot (a task reads its partitions one after the other, and writes about one at a
+    time), or under `tasks.max` every partition of the tasks running at once."""
     tasks = max(1, min(tasks_max or partitions, partitions))
     return min(task_slots, tasks) * math.ceil(partitions / tasks)
 

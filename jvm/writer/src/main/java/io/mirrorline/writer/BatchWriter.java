@@ -6,7 +6,9 @@ import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.TaskContext;
 import org.apache.spark.rdd.RDD;
@@ -44,7 +46,7 @@ public final class BatchWriter {
    */
   public static String write(Dataset<Row> batch, String specJson, String jobGroup) {
     WriteSpec spec = WriteSpec.parse(specJson);
-    List<List<SourceRange>> tasks = tasks(BatchRanges.of(batch), spec.tasksMax);
+    List<List<SourceRange>> tasks = tasks(BatchRanges.of(batch), spec.tasksMax, spec.taskSlots);
     if (tasks.isEmpty()) {
       return "[]";
     }
@@ -71,15 +73,43 @@ public final class BatchWriter {
     }
   }
 
-  /** The ranges shared out over at most {@code tasksMax} tasks (0: a task per range). */
-  static List<List<SourceRange>> tasks(List<SourceRange> ranges, int tasksMax) {
-    int n = tasksMax > 0 ? Math.min(tasksMax, ranges.size()) : ranges.size();
-    List<List<SourceRange>> tasks = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
+  /**
+   * The ranges shared out as a few tasks per executor: at most {@code slots} (the tasks an
+   * executor runs at once; 0: no bound) for the ranges Spark prefers on one executor, and
+   * at most {@code tasksMax} in all (0: no bound). Tasks beyond an executor's slots would
+   * run in waves, each wave waiting for its first fetches from the source: a round trip
+   * per wave to a far cluster. A task starts the fetches of all of its ranges at once
+   * ({@link SourceReader}), so fewer, larger tasks wait once. When there are more
+   * executors than {@code tasksMax}, the ranges are dealt out over {@code tasksMax} tasks.
+   */
+  static List<List<SourceRange>> tasks(List<SourceRange> ranges, int tasksMax, int slots) {
+    Map<String, List<SourceRange>> byExecutor = new LinkedHashMap<>();
+    for (SourceRange range : ranges) {
+      byExecutor.computeIfAbsent(range.executor == null ? "" : range.executor,
+          e -> new ArrayList<>()).add(range);
+    }
+    int most = tasksMax > 0 ? tasksMax : Integer.MAX_VALUE;
+    if (byExecutor.size() > most) {
+      return dealt(ranges, most);
+    }
+    int perExecutor = Math.min(slots > 0 ? slots : Integer.MAX_VALUE,
+        Math.max(1, most / Math.max(1, byExecutor.size())));
+    List<List<SourceRange>> tasks = new ArrayList<>();
+    for (List<SourceRange> share : byExecutor.values()) {
+      tasks.addAll(dealt(share, perExecutor));
+    }
+    return tasks;
+  }
+
+  /** {@code ranges} dealt out in turn over at most {@code n} tasks. */
+  private static List<List<SourceRange>> dealt(List<SourceRange> ranges, int n) {
+    int count = Math.min(n, ranges.size());
+    List<List<SourceRange>> tasks = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
       tasks.add(new ArrayList<>());
     }
     for (int i = 0; i < ranges.size(); i++) {
-      tasks.get(i % n).add(ranges.get(i));
+      tasks.get(i % count).add(ranges.get(i));
     }
     return tasks;
   }

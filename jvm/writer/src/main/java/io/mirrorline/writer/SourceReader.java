@@ -1,6 +1,7 @@
 package io.mirrorline.writer;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
@@ -58,21 +59,39 @@ final class SourceReader {
   }
 
   /**
-   * A task's records. Closing it gives a cursor back only once its range is read
-   * to the end: one left in the middle (a failed or cancelled task) is closed.
+   * A task's records, its ranges one after the other. Opening it takes every range's
+   * cursor and starts a fetch for each range whose records the cursor does not hold
+   * yet ({@link Cursor#prefetch}), so that a task of many ranges waits for the source
+   * about once, not once per range: a round trip each to a far cluster. Closing it
+   * gives a cursor back only once its range is read to the end, or when it was never
+   * started; the one left in the middle (a failed or cancelled task) is closed.
    */
   static final class Records implements Iterator<SourceRecord>, AutoCloseable {
-    private final String flow;
-    private final Map<String, String> settings;
-    private final Iterator<SourceRange> pending;
+    private final List<Cursor> cursors;
+    private final List<SourceRange> ranges;
+    private int started; // cursors before this index were handed to reading
     private Cursor cursor;
     private SourceRange range;
     private SourceRecord next;
 
-    private Records(String flow, Map<String, String> settings, List<SourceRange> ranges) {
-      this.flow = flow;
-      this.settings = settings;
-      this.pending = ranges.iterator();
+    private Records(String flow, Map<String, String> settings, List<SourceRange> planned) {
+      cursors = new ArrayList<>(planned.size());
+      ranges = new ArrayList<>(planned.size());
+      try {
+        for (SourceRange p : planned) {
+          Key key = new Key(flow, settings, new TopicPartition(p.topic, p.partition));
+          Cursor idle = IDLE.remove(key);
+          Cursor c = idle != null ? idle : new Cursor(key);
+          cursors.add(c);
+          SourceRange r = c.resolve(p);
+          c.startAt(r.from);
+          c.prefetch(r);
+          ranges.add(r);
+        }
+      } catch (RuntimeException e) {
+        cursors.forEach(Cursor::close);
+        throw e;
+      }
     }
 
     @Override
@@ -91,20 +110,17 @@ final class SourceReader {
 
     /**
      * Start on the next pending range, or say there is none. Its own method, not part
-     * of {@link #hasNext}: what happens once a range (the first batch makes consumers,
-     * later ones find them kept) then never throws away the compiled per-record code,
-     * which HotSpot did at the second batch when this was inlined there.
+     * of {@link #hasNext}: what happens once a range then never throws away the
+     * compiled per-record code, which HotSpot did at the second batch when this was
+     * inlined there.
      */
     private boolean openNextRange() {
-      if (!pending.hasNext()) {
+      if (started == ranges.size()) {
         return false;
       }
-      SourceRange planned = pending.next();
-      Key key = new Key(flow, settings, new TopicPartition(planned.topic, planned.partition));
-      Cursor idle = IDLE.remove(key);
-      cursor = idle != null ? idle : new Cursor(key);
-      range = cursor.resolve(planned);
-      cursor.startAt(range.from);
+      cursor = cursors.get(started);
+      range = ranges.get(started);
+      started++;
       return true;
     }
 
@@ -129,6 +145,10 @@ final class SourceReader {
       if (cursor != null) {
         cursor.close();
         cursor = null;
+      }
+      // Never started: positioned at their ranges' starts, nothing handed out.
+      for (; started < cursors.size(); started++) {
+        giveBack(cursors.get(started));
       }
     }
   }
@@ -224,6 +244,40 @@ final class SourceReader {
     static int pollRecords(Object configured) {
       int max = configured == null ? POLL_RECORDS : Integer.parseInt(configured.toString().trim());
       return Math.min(max, POLL_RECORDS);
+    }
+
+    /**
+     * Start fetching {@code range} now, unless the records held already reach its end.
+     * A poll that does not wait takes in what reached the consumer's socket, hands over
+     * what it had fetched (kept after what the cursor holds) and sends its next fetch,
+     * in that order: a fetch that arrived since the last poll is taken in by the first
+     * poll and handed over by the second, which then sends the next.
+     */
+    void prefetch(SourceRange range) {
+      for (int polls = 0; polls < 2 && reach() < range.until; polls++) {
+        ConsumerRecord<byte[], byte[]>[] more;
+        try {
+          more = consumer.poll(Duration.ZERO).records(key.partition()).toArray(NONE);
+        } catch (OffsetOutOfRangeException e) {
+          return; // met again, and handled, when the range is read
+        }
+        int held = fetched.length - unread;
+        if (held == 0) {
+          fetched = more;
+          unread = 0;
+        } else if (more.length > 0) {
+          ConsumerRecord<byte[], byte[]>[] both = Arrays.copyOf(
+              Arrays.copyOfRange(fetched, unread, fetched.length), held + more.length);
+          System.arraycopy(more, 0, both, held, more.length);
+          fetched = both;
+          unread = 0;
+        }
+      }
+    }
+
+    /** The offset after the last record the cursor holds. */
+    private long reach() {
+      return unread < fetched.length ? fetched[fetched.length - 1].offset() + 1 : position;
     }
 
     void startAt(long from) {

@@ -33,6 +33,8 @@ public final class WriteSpec implements Serializable {
   final Map<String, String> source;
   /** Most tasks of one batch; 0: a task per source partition. */
   final int tasksMax;
+  /** The tasks one executor runs at once; 0: not known. */
+  final int taskSlots;
   /** Most source partitions one executor writes at once: their tasks share its producer. */
   final int partitionsPerExecutor;
   /** Null in at-least-once mode. */
@@ -59,6 +61,7 @@ public final class WriteSpec implements Serializable {
     producer = strings(json.get("producer"));
     source = strings(json.get("source"));
     tasksMax = json.path("tasks_max").asInt(0);
+    taskSlots = json.path("task_slots").asInt(0);
     partitionsPerExecutor = json.path("partitions_per_executor").asInt(1);
     remoteTopics = strings(json.get("remote_topics"));
     JsonNode prov = json.path("provenance");

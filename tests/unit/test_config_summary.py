@@ -226,7 +226,7 @@ def test_a_far_source_gets_its_read_ceilings_and_advice_with_numbers() -> None:
         "each source partition reads at most 1 MiB per round trip: 21 MB/s per partition "
         "(max.partition.fetch.bytes, fetch.max.bytes)",
         "receive.buffer.bytes = 65536 fixes the TCP window: at most 1.3 MB/s per connection",
-        "micro-batches: record age about 525 ms at p50 at this distance",
+        "micro-batches: record age about 315 ms at p50 at this distance",
     )
     assert link.advice == (
         "A.consumer.max.partition.fetch.bytes = 5242880 (and fetch.max.bytes at least as much) "

@@ -15,11 +15,12 @@ replicator:
   receive buffer and turns Linux's autotuning off: a connection then carries at
   most that many bytes per round trip. Mirrorline's default, -1, leaves the
   window to the operating system.
-- **Record age in micro-batches.** Every micro-batch asks the source for its
-  latest offsets, launches its tasks and waits for their last fetch: about 8.5
-  round trips of record age at p50 on top of about 100 ms (measured at 25, 50
-  and 100 ms: 311, 517 and 947 ms). The real-time mode reads continuously, as
-  MirrorMaker 2's tasks do, and its record age stays near one round trip.
+- **Record age in micro-batches.** A micro-batch is planned from latest offsets
+  kept current in the background, and its tasks start every partition's fetch
+  at once and wait for them: about 1.3 round trips of record age at p50 on top
+  of about 250 ms of batch cost (measured at 25, 50, 100 and 200 ms: 276, 395,
+  364 and 507 ms). The real-time mode reads continuously, as MirrorMaker 2's
+  tasks do, and its record age stays near one round trip.
 
 Below `FAR_MS` none of this matters and `advise` says nothing but the number.
 """
@@ -43,8 +44,8 @@ SAMPLES = 5
 #: A per-partition read ceiling below this (MB/s) gets a recommended fetch size.
 PARTITION_GOAL_MB_S = 100.0
 # Micro-batch record age at p50: a fixed part and round trips per batch (see the module).
-MICRO_BATCH_BASE_MS = 100.0
-MICRO_BATCH_ROUND_TRIPS = 8.5
+MICRO_BATCH_BASE_MS = 250.0
+MICRO_BATCH_ROUND_TRIPS = 1.3
 # The Java consumer's defaults, for settings a flow's file leaves out.
 JAVA_DEFAULTS = {
     "max.partition.fetch.bytes": 1_048_576,

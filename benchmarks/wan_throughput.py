@@ -2,7 +2,7 @@
 """Mirrorline next to MirrorMaker 2 when the source cluster is far away: throughput of a
 1 KiB backlog and record age of a steady stream, at several WAN round trips.
 
-For each round trip (`--latencies`, 25, 50 and 100 ms by default) two single-node
+For each round trip (`--latencies`, 25, 50, 100 and 200 ms by default) two single-node
 dev clusters start: the source `east` behind a simulated WAN link of that round
 trip (`mirrorline dev up --latency-ms`, Toxiproxy on loopback; every client of
 east crosses it) and the target `west` without one. The replicators run "near
@@ -88,7 +88,10 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         "simulated WAN link (the replicator near the target)."
     )
     parser.add_argument(
-        "--latencies", type=_ints, default=[25, 50, 100], help="round trips, ms (25,50,100)"
+        "--latencies",
+        type=_ints,
+        default=[25, 50, 100, 200],
+        help="round trips, ms (25,50,100,200)",
     )
     parser.add_argument("--jitter-ms", type=int, default=0, help="the link's jitter (0)")
     parser.add_argument(

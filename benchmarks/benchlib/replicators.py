@@ -82,6 +82,10 @@ def _bytecode_compiled() -> None:
     compileall.compile_dir(REPO / "src", quiet=1)
 
 
+# The environment variable that sets the benchmark drivers' `--log-level`.
+DRIVER_LOG_LEVEL = "MIRRORLINE_BENCH_LOG_LEVEL"
+
+
 def mirrorline_command(
     config: Path, work_dir: Path, master: str | None = None
 ) -> tuple[list[str], dict[str, str]]:
@@ -97,6 +101,9 @@ def mirrorline_command(
         sys.executable,
         "-m",
         "mirrorline",
+        # `debug` also puts Spark's progress of every micro-batch in the contender's log,
+        # which `batch_phases.py` reads (see benchmarks/README.md, "Profiling Mirrorline").
+        *(["--log-level", level] if (level := os.environ.get(DRIVER_LOG_LEVEL)) else []),
         "driver",
         "--config",
         str(config),

@@ -42,13 +42,19 @@ class _Batches:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.02):
-            last = self._driver.statuses()[0].last_batch
-            if last is not None:
-                self.seen[last.batch_id] = last
+            self._look()
+
+    def _look(self) -> None:
+        last = self._driver.statuses()[0].last_batch
+        if last is not None:
+            self.seen[last.batch_id] = last
 
     def stop(self) -> None:
+        """Stop watching, after one last look: the batch that completed the wait may have
+        come after the watcher's last one."""
         self._stop.set()
         self._thread.join(10)
+        self._look()
 
 
 def _replicate(two_clusters, spark, tmp_path, records: int, settings: str) -> dict[int, BatchStats]:

@@ -329,9 +329,17 @@ class DataPath:
         started = time.monotonic()
         spec = with_size_limits(run.spec, self._size_limits())
         results = write_batch(frame, spec, self._job_group)
+        written = time.monotonic()
         if (pace := self._pace) is not None:
             pace.batch_done(sum(r.next_offset - r.first_seen for r in results), started)
         self._hand_over(run, batch_id, results, started)
+        log.debug(
+            "flow %s batch %d: written in %.0f ms, handed over in %.0f ms",
+            self._context.name,
+            batch_id,
+            (written - started) * 1000,
+            (time.monotonic() - written) * 1000,
+        )
 
     def _hand_over(
         self, run: _Run, batch_id: int, results: Sequence[PartitionResult], started: float

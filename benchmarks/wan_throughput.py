@@ -15,8 +15,10 @@ Contenders, one after the other on the same clusters, each on its own copy of th
 same records, with the same data-path client settings (benchlib.contenders'
 DATA_PATH block, printed and checked in each contender's effective configuration):
 Mirrorline at-least-once (`mirrorline driver`, micro-batches), Mirrorline in
-real-time mode, and MirrorMaker 2 tuned (dedicated mode). Workloads: `backlog_1k`
-and `steady_5k` of the replication benchmark.
+real-time mode, MirrorMaker 2 tuned (dedicated mode), and the replication
+benchmark's copy loop (one consumer, one producer, nothing else: what this machine
+moves across the link at most). Workloads: `backlog_1k` and `steady_5k` of the
+replication benchmark.
 
 Results: benchmarks/results/wan-<date>-<time>.json (settings, configurations,
 environment, numbers); the tables are printed. See benchmarks/RESULTS.md, "WAN".
@@ -63,7 +65,7 @@ from benchlib.workloads import WORKLOADS
 
 from mirrorline.devlatency import Link
 
-WAN_CONTENDERS = ("mirrorline_alo", "mirrorline_rt", BASELINE)
+WAN_CONTENDERS = ("mirrorline_alo", "mirrorline_rt", BASELINE, "copy_loop")
 WAN_WORKLOADS = ("backlog_1k", "steady_5k")
 # The source consumer's TCP receive buffer, left to the OS (Mirrorline's default for that
 # client; MM2's is a fixed 64 KiB), written into both files so they read alike. Toxiproxy

@@ -78,7 +78,7 @@ public final class BatchWriter {
    * executor runs at once; 0: no bound) for the ranges Spark prefers on one executor, and
    * at most {@code tasksMax} in all (0: no bound). Tasks beyond an executor's slots would
    * run in waves, each wave waiting for its first fetches from the source: a round trip
-   * per wave to a far cluster. A task starts the fetches of all of its ranges at once
+   * per wave to a far cluster. A task keeps a fetch in flight for each of its ranges
    * ({@link SourceReader}), so fewer, larger tasks wait once. When there are more
    * executors than {@code tasksMax}, the ranges are dealt out over {@code tasksMax} tasks.
    */
@@ -137,7 +137,10 @@ public final class BatchWriter {
       List<SourceRange> ranges = new ArrayList<>();
       CollectionConverters.asJava(share).forEachRemaining(ranges::addAll);
       Collection<PartitionLog> logs;
-      try (SourceReader.Records records = SourceReader.read(spec.flow, spec.source, ranges)) {
+      SourceReader.Order order = spec.exactlyOnce == null
+          ? SourceReader.Order.IN_TURNS
+          : SourceReader.Order.ONE_AFTER_ANOTHER;
+      try (SourceReader.Records records = SourceReader.read(spec.flow, spec.source, ranges, order)) {
         logs = spec.exactlyOnce == null
             ? new AtLeastOnceWriter(spec).write(records)
             : new ExactlyOnceWriter(spec).write(records);

@@ -53,28 +53,56 @@ final class SourceReader {
     Housekeeping.register("source-readers", SourceReader::closeIdle, SourceReader::closeAll);
   }
 
-  /** The records of {@code ranges}, one range after the other. */
-  static Records read(String flow, Map<String, String> settings, List<SourceRange> ranges) {
-    return new Records(flow, settings, ranges);
+  /**
+   * In which order a task hands out its ranges' records. The at-least-once writer
+   * takes them {@link #IN_TURNS}: every range keeps a fetch in flight while the
+   * others are written, as a consumer of many partitions does. The exactly-once
+   * writer runs one transaction per partition and takes them {@link
+   * #ONE_AFTER_ANOTHER}: each range's records together.
+   */
+  enum Order {
+    IN_TURNS,
+    ONE_AFTER_ANOTHER
+  }
+
+  /** The records of {@code ranges}, in {@code order}. */
+  static Records read(String flow, Map<String, String> settings, List<SourceRange> ranges, Order order) {
+    return new Records(flow, settings, ranges, order);
   }
 
   /**
-   * A task's records, its ranges one after the other. Opening it takes every range's
-   * cursor and starts a fetch for each range whose records the cursor does not hold
-   * yet ({@link Cursor#prefetch}), so that a task of many ranges waits for the source
-   * about once, not once per range: a round trip each to a far cluster. Closing it
-   * gives a cursor back only once its range is read to the end, or when it was never
-   * started; the one left in the middle (a failed or cancelled task) is closed.
+   * A task's records. Opening it takes every range's cursor and starts a fetch for
+   * each range whose records the cursor does not hold yet ({@link Cursor#prefetch}),
+   * so that a task of many ranges waits for the source about once, not once per range.
+   *
+   * <p>In turns, the task hands out what one cursor holds (one poll's records), then
+   * goes on to the next. A cursor that holds nothing is polled without waiting, which
+   * takes in what reached its socket and sends its next fetch, and the turn passes on;
+   * only when a whole round found nothing does the task wait, briefly, on one of them.
+   * So each range's fetches follow each other one round trip apart however many ranges
+   * the task has: read one after the other, a range got one fetch per round trip only
+   * while it was being read, and a task's ranges took a round trip each per fetch.
+   *
+   * <p>A range's cursor is given back as soon as its range is read to the end. Closing
+   * the records closes the cursor that was being read when they were closed (a failed
+   * or cancelled task may have stopped it within a poll) and gives back the others:
+   * the next batch seeks a cursor that is not where its range starts.
    */
   static final class Records implements Iterator<SourceRecord>, AutoCloseable {
-    private final List<Cursor> cursors;
+    // Turns for a cursor that holds nothing while the others might: a short wait, as
+    // the others' responses wait in their sockets meanwhile.
+    private static final Duration TURN_WAIT = Duration.ofMillis(10);
+    private final boolean inTurns;
+    private final List<Cursor> cursors; // the ranges not read to the end yet
     private final List<SourceRange> ranges;
-    private int started; // cursors before this index were handed to reading
+    private int turn = -1; // index of the cursor being read
+    private int idleTurns; // turns in a row that found nothing
     private Cursor cursor;
     private SourceRange range;
     private SourceRecord next;
 
-    private Records(String flow, Map<String, String> settings, List<SourceRange> planned) {
+    private Records(String flow, Map<String, String> settings, List<SourceRange> planned, Order order) {
+      inTurns = order == Order.IN_TURNS;
       cursors = new ArrayList<>(planned.size());
       ranges = new ArrayList<>(planned.size());
       try {
@@ -96,36 +124,49 @@ final class SourceReader {
 
     @Override
     public boolean hasNext() {
-      while (next == null) {
-        if (range == null && !openNextRange()) {
-          return false;
-        }
-        next = cursor.next(range);
-        if (next == null) {
-          finishRange();
-        }
+      if (next == null && (cursor == null || (next = cursor.held(range)) == null)) {
+        return nextTurn();
       }
       return true;
     }
 
     /**
-     * Start on the next pending range, or say there is none. Its own method, not part
-     * of {@link #hasNext}: what happens once a range then never throws away the
-     * compiled per-record code, which HotSpot did at the second batch when this was
-     * inlined there.
+     * Find the next record when the cursor being read holds none: finish its range
+     * if it is read, pass the turn on, poll. Its own method, not part of {@link
+     * #hasNext}: what happens once a poll then never throws away the compiled
+     * per-record code, which HotSpot did at the second batch when this was inlined
+     * there.
      */
-    private boolean openNextRange() {
-      if (started == ranges.size()) {
-        return false;
+    private boolean nextTurn() {
+      while (true) {
+        if (cursor != null && cursor.finished(range)) {
+          finishRange();
+        }
+        if (cursors.isEmpty()) {
+          return false;
+        }
+        if (cursor == null || inTurns) {
+          turn = (turn + 1) % cursors.size();
+          cursor = cursors.get(turn);
+          range = ranges.get(turn);
+        }
+        boolean alone = !inTurns || cursors.size() == 1;
+        Duration wait = alone ? POLL : idleTurns >= cursors.size() ? TURN_WAIT : Duration.ZERO;
+        next = cursor.read(range, wait);
+        if (next != null) {
+          idleTurns = 0;
+          return true;
+        }
+        idleTurns = wait.isZero() ? idleTurns + 1 : 0;
       }
-      cursor = cursors.get(started);
-      range = ranges.get(started);
-      started++;
-      return true;
     }
 
     private void finishRange() {
+      cursor.endRange();
       giveBack(cursor);
+      cursors.remove(turn);
+      ranges.remove(turn);
+      turn--; // the next turn is the range that followed
       cursor = null;
       range = null;
     }
@@ -142,14 +183,16 @@ final class SourceReader {
 
     @Override
     public void close() {
-      if (cursor != null) {
-        cursor.close();
-        cursor = null;
+      for (Cursor c : cursors) {
+        if (c == cursor) {
+          c.close();
+        } else {
+          giveBack(c);
+        }
       }
-      // Never started: positioned at their ranges' starts, nothing handed out.
-      for (; started < cursors.size(); started++) {
-        giveBack(cursors.get(started));
-      }
+      cursors.clear();
+      ranges.clear();
+      cursor = null;
     }
   }
 
@@ -209,6 +252,7 @@ final class SourceReader {
     // Where reading goes on: every offset before it was handed out or held no record.
     long position = -1;
     long idleSince;
+    long waitingSince; // System.nanoTime() of the first poll in a row that brought nothing; 0: none
 
     Cursor(Key key) {
       this.key = key;
@@ -255,23 +299,7 @@ final class SourceReader {
      */
     void prefetch(SourceRange range) {
       for (int polls = 0; polls < 2 && reach() < range.until; polls++) {
-        ConsumerRecord<byte[], byte[]>[] more;
-        try {
-          more = consumer.poll(Duration.ZERO).records(key.partition()).toArray(NONE);
-        } catch (OffsetOutOfRangeException e) {
-          return; // met again, and handled, when the range is read
-        }
-        int held = fetched.length - unread;
-        if (held == 0) {
-          fetched = more;
-          unread = 0;
-        } else if (more.length > 0) {
-          ConsumerRecord<byte[], byte[]>[] both = Arrays.copyOf(
-              Arrays.copyOfRange(fetched, unread, fetched.length), held + more.length);
-          System.arraycopy(more, 0, both, held, more.length);
-          fetched = both;
-          unread = 0;
-        }
+        poll(Duration.ZERO);
       }
     }
 
@@ -289,64 +317,97 @@ final class SourceReader {
       }
     }
 
-    /** The range's next record, or null once the range is read. */
-    SourceRecord next(SourceRange range) {
-      // Set at the first fetch: handing out what was fetched needs no clock.
-      boolean waiting = false;
-      long deadline = 0;
-      while (true) {
-        if (unread < fetched.length) {
-          ConsumerRecord<byte[], byte[]> head = fetched[unread];
-          if (head.offset() < position) {
-            unread++; // before where reading goes on: handed out or skipped already
-            continue;
-          }
-          if (head.offset() >= range.until) {
-            position = range.until;
-            endRange();
-            return null;
-          }
-          unread++;
-          position = head.offset() + 1;
-          return SourceRecord.of(head);
+    /**
+     * The range's next record the cursor holds, or null when it holds none or the
+     * range is read (then {@link #finished}). Reads no clock and asks the broker
+     * nothing: the per-record path.
+     */
+    SourceRecord held(SourceRange range) {
+      while (unread < fetched.length) {
+        ConsumerRecord<byte[], byte[]> head = fetched[unread];
+        if (head.offset() < position) {
+          unread++; // before where reading goes on: handed out or skipped already
+          continue;
         }
-        if (position >= range.until) {
-          endRange();
+        if (head.offset() >= range.until) {
+          position = range.until;
           return null;
         }
-        if (!waiting) {
-          waiting = true;
-          deadline = System.nanoTime() + TIMEOUT.toNanos();
-        } else if (System.nanoTime() > deadline) {
-          throw new DeliveryFailed("flow " + key.flow() + ": no records of " + range.topic + "["
-              + range.partition + "] from offset " + position + " within " + TIMEOUT.toSeconds() + "s");
-        }
-        fetch();
+        unread++;
+        position = head.offset() + 1;
+        return SourceRecord.of(head);
       }
+      return null;
+    }
+
+    boolean finished(SourceRange range) {
+      return position >= range.until;
+    }
+
+    /**
+     * The range's next record: one it holds, else one a poll waiting at most {@code
+     * wait} brings; null when there is none yet or the range is read.
+     *
+     * @throws DeliveryFailed when polls brought nothing for {@link #TIMEOUT}
+     */
+    SourceRecord read(SourceRange range, Duration wait) {
+      SourceRecord record = held(range);
+      if (record != null || finished(range)) {
+        return record;
+      }
+      poll(wait);
+      if (unread < fetched.length) {
+        waitingSince = 0;
+        return held(range);
+      }
+      long now = System.nanoTime();
+      if (waitingSince == 0) {
+        waitingSince = now;
+      } else if (now - waitingSince > TIMEOUT.toNanos()) {
+        throw new DeliveryFailed("flow " + key.flow() + ": no records of " + range.topic + "["
+            + range.partition + "] from offset " + position + " within " + TIMEOUT.toSeconds() + "s");
+      }
+      return null;
     }
 
     /** Let go of the records handed out: the cursor may wait long for its next range. */
-    private void endRange() {
+    void endRange() {
       fetched = unread == fetched.length
           ? NONE
           : Arrays.copyOfRange(fetched, unread, fetched.length);
       unread = 0;
+      waitingSince = 0;
     }
 
-    private void fetch() {
+    /** Poll, keeping what it brings after the records held. */
+    private void poll(Duration wait) {
+      ConsumerRecord<byte[], byte[]>[] more;
       try {
-        fetched = consumer.poll(POLL).records(key.partition()).toArray(NONE);
-        unread = 0;
+        more = consumer.poll(wait).records(key.partition()).toArray(NONE);
       } catch (OffsetOutOfRangeException e) {
+        // Deleted (retention, DeleteRecords): go on from the earliest offset still there.
         long earliest = consumer.beginningOffsets(Collections.singletonList(key.partition()))
             .get(key.partition());
-        consumer.seek(key.partition(), Math.max(earliest, position));
+        fetched = NONE;
+        unread = 0;
         position = Math.max(earliest, position);
+        consumer.seek(key.partition(), position);
         return;
       }
-      if (fetched.length == 0) {
-        // Offsets without records (transaction markers, aborted or compacted records).
-        position = Math.max(position, consumer.position(key.partition()));
+      int held = fetched.length - unread;
+      if (held == 0) {
+        fetched = more;
+        unread = 0;
+        if (more.length == 0) {
+          // Offsets without records (transaction markers, aborted or compacted records).
+          position = Math.max(position, consumer.position(key.partition()));
+        }
+      } else if (more.length > 0) {
+        ConsumerRecord<byte[], byte[]>[] both = Arrays.copyOf(
+            Arrays.copyOfRange(fetched, unread, fetched.length), held + more.length);
+        System.arraycopy(more, 0, both, held, more.length);
+        fetched = both;
+        unread = 0;
       }
     }
 

@@ -10,8 +10,10 @@ after the other, on the same two single-node clusters. Per tool:
 - peak RSS and PSS of its process tree (driver, Spark JVM and Python workers
   for Mirrorline; the one JVM for MM2), and CPU seconds until the last record.
 
-MM2 runs with `tasks.max` equal to the machine's cores, Mirrorline as its
-defaults have it (one Spark task per source partition and batch).
+Both run with `tasks.max` equal to the machine's cores (MM2 runs that many tasks,
+Mirrorline at most that many Spark tasks per micro-batch) and the replication
+benchmark's data-path block (benchlib.contenders: producer batching, acks,
+in-flight requests, fetch sizes, `max.poll.records`), printed at the start.
 
 Run: `.venv/bin/python benchmarks/many_partitions.py [--topics N] [--partitions P]
 [--records R] [--no-save]`
@@ -31,6 +33,7 @@ sys.path.insert(0, str(BENCH_DIR.parent / "src"))
 sys.path.insert(0, str(BENCH_DIR))
 
 from benchlib.common import SOURCE, TARGET, say  # noqa: E402
+from benchlib.contenders import data_path_lines  # noqa: E402
 from benchlib.environment import save_result  # noqa: E402
 from benchlib.kafka_data import clusters_running  # noqa: E402
 from benchlib.replicators import (  # noqa: E402
@@ -54,6 +57,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-save", action="store_true", help="print only")
     opts = parser.parse_args(argv)
     runs = []
+    say("both tools' data-path settings:\n    " + "\n    ".join(data_path_lines()[1:]))
     with tempfile.TemporaryDirectory(prefix="many-partitions-") as scratch:
         work = Path(scratch)
         with clusters_running(work / "clusters") as (east, west):
@@ -87,7 +91,12 @@ def _fill(bootstrap: str, names: list[str], partitions: int, records: int) -> No
     for name in names:
         for p in range(partitions):
             for i in range(records):
-                producer.produce(name, b"v" * 100, key=b"%d" % i, partition=p)
+                while True:
+                    try:
+                        producer.produce(name, b"v" * 100, key=b"%d" % i, partition=p)
+                        break
+                    except BufferError:  # the local queue is full: let deliveries drain it
+                        producer.poll(0.1)
         producer.poll(0)
     assert producer.flush(120) == 0
 
@@ -103,6 +112,7 @@ def _config(tool: str, east, west, work: Path) -> Path:
         "emit.heartbeats.enabled = false",
         *REPLICATION_FACTOR_LINES,
         *MM2_STORAGE_LINES,
+        *data_path_lines(),
     ]
     path = work / f"{tool}.properties"
     path.write_text("\n".join(lines) + "\n")
@@ -151,12 +161,13 @@ def _run(tool: str, names: list[str], east, west, work: Path, opts) -> dict:
 
 def _copied(admin: AdminClient, topics: list[str]) -> int:
     """Records on the target in `topics` (0 for those not created yet)."""
-    present = set(admin.list_topics(timeout=30).topics)
-    wanted = {}
-    for topic in topics:
-        if topic in present:
-            for p in admin.list_topics(topic, timeout=30).topics[topic].partitions:
-                wanted[TopicPartition(topic, p)] = OffsetSpec.latest()
+    present = admin.list_topics(timeout=30).topics  # one metadata request, not one per topic
+    wanted = {
+        TopicPartition(topic, p): OffsetSpec.latest()
+        for topic in topics
+        if topic in present
+        for p in present[topic].partitions
+    }
     if not wanted:
         return 0
     total = 0

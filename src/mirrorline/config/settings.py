@@ -21,9 +21,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mirrorline.config.class_names import (
+    DEFAULT_FORWARDING_ADMIN,
+    DEFAULT_POLICY_CLASS,
+    parse_class_name,
+    parse_filter_class,
+    parse_forwarding_admin,
+    parse_header_converter,
+)
 from mirrorline.config.plugins import parse_plugin_path
 from mirrorline.config.start_position import parse_start_position
-from mirrorline.config.transforms import BYTE_ARRAY_CONVERTER, SIMPLE_HEADER_CONVERTER
+from mirrorline.config.transforms import BYTE_ARRAY_CONVERTER
 from mirrorline.config.values import (
     parse_bool,
     parse_choice,
@@ -46,9 +54,6 @@ __all__ = [
     "SettingSpec",
 ]
 
-DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
-DEFAULT_FORWARDING_ADMIN = "org.apache.kafka.clients.admin.ForwardingAdmin"
-
 
 @dataclass(frozen=True)
 class SettingSpec:
@@ -58,49 +63,6 @@ class SettingSpec:
     default: str
     parse: Callable[[str], object]
     doc: str
-
-
-def _filter_class(default: str) -> Callable[[str], str]:
-    short = default.rsplit(".", 1)[-1]
-
-    def parse(text: str) -> str:
-        name = text.strip()
-        if not name:
-            raise ValueError("must not be blank")
-        return default if name == short else name
-
-    return parse
-
-
-def _header_converter(text: str) -> str:
-    """MM2's header converter: the two whose effect on headers the writer has."""
-    name = text.strip()
-    for known in (BYTE_ARRAY_CONVERTER, SIMPLE_HEADER_CONVERTER):
-        if name in (known, known.rsplit(".", 1)[-1]):
-            return known
-    raise ValueError(
-        f"{name} would change headers in a way Mirrorline does not reproduce; use "
-        f"{BYTE_ARRAY_CONVERTER} (MM2's default) or {SIMPLE_HEADER_CONVERTER}"
-    )
-
-
-def _default_admin(text: str) -> str:
-    name = text.strip()
-    if name not in (DEFAULT_FORWARDING_ADMIN, DEFAULT_FORWARDING_ADMIN.rsplit(".", 1)[-1]):
-        raise ValueError(
-            "MirrorMaker 2 would create and configure remote topics (and their ACLs) through "
-            "this class; Mirrorline does it with its own admin client, so topics would not "
-            "land as they do with MirrorMaker 2. Remove the line (Mirrorline's admin client "
-            "needs what `mirrorline acls` lists), or keep MirrorMaker 2 for this flow"
-        )
-    return DEFAULT_FORWARDING_ADMIN
-
-
-def _not_blank(text: str) -> str:
-    name = text.strip()
-    if not name:
-        raise ValueError("must not be blank")
-    return name
 
 
 def _join(entries: tuple[str, ...]) -> str:
@@ -140,19 +102,19 @@ _SPECS = [
     SettingSpec(
         "topic.filter.class",
         "org.apache.kafka.connect.mirror.DefaultTopicFilter",
-        _filter_class("org.apache.kafka.connect.mirror.DefaultTopicFilter"),
+        parse_filter_class("org.apache.kafka.connect.mirror.DefaultTopicFilter"),
         "MM2's default topic filter, or a Java class of the file's own (in plugin.path).",
     ),
     SettingSpec(
         "group.filter.class",
         "org.apache.kafka.connect.mirror.DefaultGroupFilter",
-        _filter_class("org.apache.kafka.connect.mirror.DefaultGroupFilter"),
+        parse_filter_class("org.apache.kafka.connect.mirror.DefaultGroupFilter"),
         "MM2's default group filter, or a Java class of the file's own (in plugin.path).",
     ),
     SettingSpec(
         "config.property.filter.class",
         "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
-        _filter_class("org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter"),
+        parse_filter_class("org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter"),
         "MM2's default config property filter, or a Java class of the file's own (in plugin.path).",
     ),
     SettingSpec(
@@ -259,14 +221,14 @@ _SPECS = [
     SettingSpec(
         "forwarding.admin.class",
         DEFAULT_FORWARDING_ADMIN,
-        _default_admin,
+        parse_forwarding_admin,
         "MM2's admin for topics, configs and ACLs: only the default (Mirrorline's own admin "
         "client does that work); another class is an error.",
     ),
     SettingSpec(
         "replication.policy.class",
         DEFAULT_POLICY_CLASS,
-        _not_blank,
+        parse_class_name,
         "Naming policy: MM2's built-in class names, a Java class of the file's own (in "
         "plugin.path), or a Python `package.module:Class`.",
     ),
@@ -319,7 +281,7 @@ _SPECS = [
     SettingSpec(
         "header.converter",
         BYTE_ARRAY_CONVERTER,
-        _header_converter,
+        parse_header_converter,
         "How headers become bytes after single message transforms, as in MM2: the byte "
         "array converter (headers must stay bytes) or SimpleHeaderConverter (every header "
         "as text, bytes in Base64).",

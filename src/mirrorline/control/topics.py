@@ -122,7 +122,6 @@ class TopicManager:
         source = _partition_counts(self._source)
         target = _partition_counts(self._target)
         ready: dict[str, int] = {}
-        problems: dict[str, TopicProblem] = {}
         returning = self._copies_from_target()
         wanted = {
             t: n
@@ -132,7 +131,7 @@ class TopicManager:
         missing = {t: n for t, n in wanted.items() if self.flow.remote_topic(t) not in target}
         if announce is not None and missing:
             announce(wanted)
-        problems.update(self._create_all(missing))
+        problems = self._create_all(missing)
         for topic, partitions in sorted(wanted.items()):
             remote = self.flow.remote_topic(topic)
             if topic in missing:

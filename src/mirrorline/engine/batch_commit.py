@@ -59,13 +59,21 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from mirrorline.control.translation import Changes, TranslationStore
+from mirrorline.control.translation import TranslationStore
 from mirrorline.engine.batch_writer import PartitionResult
 from mirrorline.engine.bookkeeping import Commit, Totals, batch_commit, first_offsets
+from mirrorline.engine.commit_sinks import (
+    BatchMetrics,
+    CommitFailed,
+    GapRecorder,
+    GapSource,
+    ProgressSink,
+    RunSink,
+    SyncSink,
+)
 from mirrorline.engine.gaps import RecordGap
 from mirrorline.engine.progress import SourcePartition
 from mirrorline.engine.startup import FIRST_BATCH, StartupTimeline
@@ -78,36 +86,6 @@ log = logging.getLogger(__name__)
 BACKLOG = 1
 # What a crash can replay: those batches and the one in flight.
 REPLAYED_BATCHES = BACKLOG + 1
-
-
-class SyncSink(Protocol):
-    def publish(self, syncs: Iterable[OffsetSync], timeout: float = ...) -> int: ...
-
-
-class RunSink(Protocol):
-    def persist(self, changes: Changes, timeout: float = ...) -> None: ...
-
-
-class ProgressSink(Protocol):
-    def save(self, progress: Mapping[SourcePartition, int], timeout: float = ...) -> None: ...
-
-
-class GapSource(Protocol):
-    def after_batch(
-        self, expected: Mapping[SourcePartition, int], first_seen: Mapping[SourcePartition, int]
-    ) -> list[RecordGap]: ...
-
-
-class GapRecorder(Protocol):
-    def record(self, gaps: Iterable[RecordGap]) -> None: ...
-
-
-class BatchMetrics(Protocol):
-    def batch_committed(self, batch_id: int, results: Sequence[PartitionResult]) -> None: ...
-
-
-class CommitFailed(RuntimeError):
-    """A commit could not be written; the message says what and where."""
 
 
 class _Dropped(Exception):

@@ -137,13 +137,14 @@ public final class BatchWriter {
       List<SourceRange> ranges = new ArrayList<>();
       CollectionConverters.asJava(share).forEachRemaining(ranges::addAll);
       Collection<PartitionLog> logs;
-      SourceReader.Order order = spec.exactlyOnce == null
-          ? SourceReader.Order.IN_TURNS
-          : SourceReader.Order.ONE_AFTER_ANOTHER;
+      boolean exactlyOnce = spec.exactlyOnce != null;
+      // Exactly-once writes a partition's records in one transaction: they come together.
+      SourceReader.Order order =
+          exactlyOnce ? SourceReader.Order.ONE_AFTER_ANOTHER : SourceReader.Order.IN_TURNS;
       try (SourceReader.Records records = SourceReader.read(spec.flow, spec.source, ranges, order)) {
-        logs = spec.exactlyOnce == null
-            ? new AtLeastOnceWriter(spec).write(records)
-            : new ExactlyOnceWriter(spec).write(records);
+        logs = exactlyOnce
+            ? new ExactlyOnceWriter(spec).write(records)
+            : new AtLeastOnceWriter(spec).write(records);
       }
       long now = System.currentTimeMillis();
       String[] out = new String[logs.size()];

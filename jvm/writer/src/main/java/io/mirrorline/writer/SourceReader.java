@@ -93,31 +93,35 @@ final class SourceReader {
     // the others' responses wait in their sockets meanwhile.
     private static final Duration TURN_WAIT = Duration.ofMillis(10);
     private final boolean inTurns;
-    private final List<Cursor> cursors; // the ranges not read to the end yet
-    private final List<SourceRange> ranges;
-    private int turn = -1; // index of the cursor being read
+    private final List<Pending> pending; // the ranges not read to the end yet
+    private int turn = -1; // index in pending of the range being read
     private int idleTurns; // turns in a row that found nothing
+    // The range being read and its cursor, pending's entry at turn held apart: the
+    // per-record path reads them without a list lookup.
     private Cursor cursor;
     private SourceRange range;
     private SourceRecord next;
 
+    /** A range not read to the end yet, and the cursor that reads it. */
+    private record Pending(Cursor cursor, SourceRange range) {}
+
     private Records(String flow, Map<String, String> settings, List<SourceRange> planned, Order order) {
       inTurns = order == Order.IN_TURNS;
-      cursors = new ArrayList<>(planned.size());
-      ranges = new ArrayList<>(planned.size());
+      pending = new ArrayList<>(planned.size());
+      List<Cursor> taken = new ArrayList<>(planned.size());
       try {
         for (SourceRange p : planned) {
           Key key = new Key(flow, settings, new TopicPartition(p.topic, p.partition));
           Cursor idle = IDLE.remove(key);
           Cursor c = idle != null ? idle : new Cursor(key);
-          cursors.add(c);
+          taken.add(c);
           SourceRange r = c.resolve(p);
           c.startAt(r.from);
           c.prefetch(r);
-          ranges.add(r);
+          pending.add(new Pending(c, r));
         }
       } catch (RuntimeException e) {
-        cursors.forEach(Cursor::close);
+        taken.forEach(Cursor::close);
         throw e;
       }
     }
@@ -142,16 +146,16 @@ final class SourceReader {
         if (cursor != null && cursor.finished(range)) {
           finishRange();
         }
-        if (cursors.isEmpty()) {
+        if (pending.isEmpty()) {
           return false;
         }
         if (cursor == null || inTurns) {
-          turn = (turn + 1) % cursors.size();
-          cursor = cursors.get(turn);
-          range = ranges.get(turn);
+          turn = (turn + 1) % pending.size();
+          cursor = pending.get(turn).cursor();
+          range = pending.get(turn).range();
         }
-        boolean alone = !inTurns || cursors.size() == 1;
-        Duration wait = alone ? POLL : idleTurns >= cursors.size() ? TURN_WAIT : Duration.ZERO;
+        boolean alone = !inTurns || pending.size() == 1;
+        Duration wait = alone ? POLL : idleTurns >= pending.size() ? TURN_WAIT : Duration.ZERO;
         next = cursor.read(range, wait);
         if (next != null) {
           idleTurns = 0;
@@ -164,8 +168,7 @@ final class SourceReader {
     private void finishRange() {
       cursor.endRange();
       giveBack(cursor);
-      cursors.remove(turn);
-      ranges.remove(turn);
+      pending.remove(turn);
       turn--; // the next turn is the range that followed
       cursor = null;
       range = null;
@@ -183,15 +186,14 @@ final class SourceReader {
 
     @Override
     public void close() {
-      for (Cursor c : cursors) {
-        if (c == cursor) {
-          c.close();
+      for (Pending p : pending) {
+        if (p.cursor() == cursor) {
+          p.cursor().close();
         } else {
-          giveBack(c);
+          giveBack(p.cursor());
         }
       }
-      cursors.clear();
-      ranges.clear();
+      pending.clear();
       cursor = null;
     }
   }
@@ -403,8 +405,9 @@ final class SourceReader {
           position = Math.max(position, consumer.position(key.partition()));
         }
       } else if (more.length > 0) {
-        ConsumerRecord<byte[], byte[]>[] both = Arrays.copyOf(
-            Arrays.copyOfRange(fetched, unread, fetched.length), held + more.length);
+        // The held records, then room for the poll's (copyOfRange pads past the end).
+        ConsumerRecord<byte[], byte[]>[] both =
+            Arrays.copyOfRange(fetched, unread, unread + held + more.length);
         System.arraycopy(more, 0, both, held, more.length);
         fetched = both;
         unread = 0;

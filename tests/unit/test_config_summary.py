@@ -57,7 +57,8 @@ def test_a_flow_shows_its_lists_policy_mode_data_path_and_loops() -> None:
     assert shown["policy"] == ["DefaultReplicationPolicy (orders → A.orders)"]
     assert shown["mode"] == ["at-least-once"]
     assert shown["data path"] == [
-        "micro-batch (batches of about 5 s on a backlog), one task per source partition"
+        "micro-batch (batches of about 5 s on a backlog), one task per executor task slot, "
+        "each reading several partitions"
     ]
     assert shown["control loops"] == [
         "refresh.topics 600 s, refresh.groups 600 s, sync.topic.configs 600 s, "

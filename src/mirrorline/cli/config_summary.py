@@ -201,12 +201,14 @@ def _mode(flow: FlowConfig) -> str:
 
 def _data_path(flow: FlowConfig) -> str:
     tasks = flow.setting("tasks.max")
-    spread = (
-        "one task per source partition"
-        if tasks.origin.is_default
-        else f"at most {tasks.value} tasks"
-    )
-    if flow.value("data.path.mode") == "real-time":
+    real_time = flow.value("data.path.mode") == "real-time"
+    if not tasks.origin.is_default:
+        spread = f"at most {tasks.value} tasks"
+    elif real_time:
+        spread = "one task per source partition"
+    else:
+        spread = "one task per executor task slot, each reading several partitions"
+    if real_time:
         batch = _seconds(flow.value("real-time.batch.ms") / 1000)
         return f"real-time (batches of {batch}, progress saved four times a second), {spread}"
     duration = _seconds(flow.value("micro-batch.duration.ms") / 1000)

@@ -122,7 +122,8 @@ _SPECS = [
         "1",
         lambda t: parse_int(t, minimum=1),
         "Most Spark tasks per micro-batch (Connect tasks in MM2). Unset: one task per "
-        "source partition; the default 1 is MM2's and is not applied.",
+        "executor task slot, at most one per source partition; the default 1 is MM2's and "
+        "is not applied.",
     ),
     SettingSpec(
         "replication.factor",
